@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uslab.h - the Linux kernel's slab allocator system, in userspace.
+ *
+ * An object cache (struct uslab_cache) hands out objects of one size.
+ * Each thread keeps two small arrays of free objects per cache (sheaves);
+ * allocating and freeing pop and push those arrays without a lock or an
+ * atomic instruction. Sheaves are exchanged whole with a per-cache barn,
+ * refilled from slabs and flushed back to them in batches.
+ *
+ * Contracts of every function are in doc/api.md as well as here.
+ * "Context" says which threads may call a function:
+ *   any thread - at any time, concurrently with anything, including
+ *                from a thread other than the one that allocated;
+ *   owner      - a caller who guarantees no concurrent use of the object
+ *                named (for a cache: no concurrent allocation or free on it).
+ * No uslab function may be called from a signal handler.
+ */
+#ifndef USLAB_H
+#define USLAB_H
+
+#include <stddef.h>
+#include <uslab/stats.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define USLAB_VERSION_MAJOR 0
+#define USLAB_VERSION_MINOR 1
+
+#if defined(__GNUC__)
+#define USLAB_API __attribute__((visibility("default")))
+#define USLAB_MALLOC_ATTR __attribute__((malloc))
+#else
+#define USLAB_API
+#define USLAB_MALLOC_ATTR
+#endif
+
+/* Cache creation flags (values follow the kernel's SLAB_* flags). */
+/** USLAB_HWCACHE_ALIGN - align objects on a cache line (halved for small objects, like SLAB_HWCACHE_ALIGN). */
+#define USLAB_HWCACHE_ALIGN 0x00002000u
+
+/** USLAB_MAX_OBJECT_SIZE - the largest object a cache may hold (16 MiB). */
+#define USLAB_MAX_OBJECT_SIZE (16ul << 20)
+/** USLAB_MAX_ALIGN - the largest alignment a cache may ask for (one page). */
+#define USLAB_MAX_ALIGN 4096ul
+/** USLAB_NAME_MAX - the longest cache name, not counting the terminating NUL. */
+#define USLAB_NAME_MAX 63
+/** USLAB_MAX_CACHES - caches that may exist at the same time. */
+#define USLAB_MAX_CACHES 4096
+
+struct uslab_cache;
+
+/**
+ * struct uslab_cache_args - optional arguments of uslab_cache_create().
+ * @align:  minimum object alignment, a power of two up to USLAB_MAX_ALIGN;
+ *          0 means 8 (every object is at least 8-byte aligned).
+ * @ctor:   called once on every object when its slab is created, never
+ *          again; the allocator never writes into an object of a cache
+ *          with a constructor, so the constructed state survives
+ *          free/alloc cycles. NULL: no constructor.
+ * @sheaf_capacity: objects per sheaf; 0 chooses from the object size
+ *          (see doc/tuning.md). Rounded down to one of 2, 6, 14, 30, 62,
+ *          126, 254. The value 1 asks for a cache without sheaves (every
+ *          allocation takes the node lock; for rarely used caches).
+ * @min_partial: empty slabs the cache keeps before it returns slabs to
+ *          the OS; 0 chooses like SLUB (5..10 from the object size).
+ *
+ * Zero-initialise the structure and set the fields you need: fields added
+ * in later versions keep 0 as "default".
+ */
+struct uslab_cache_args {
+	size_t align;
+	void (*ctor)(void *obj);
+	unsigned int sheaf_capacity;
+	unsigned int min_partial;
+};
+
+/**
+ * uslab_cache_create - create a cache of objects of one size.
+ * @name:  a name for reports and statistics, at most USLAB_NAME_MAX bytes;
+ *         copied.
+ * @size:  object size in bytes, 1..USLAB_MAX_OBJECT_SIZE.
+ * @args:  optional arguments, or NULL for all defaults.
+ * @flags: 0 or USLAB_HWCACHE_ALIGN.
+ *
+ * Context: any thread.
+ * Return: the new cache; or NULL with errno set:
+ *   EINVAL - @name NULL or too long, @size 0 or above USLAB_MAX_OBJECT_SIZE,
+ *            @args->align not a power of two or above USLAB_MAX_ALIGN,
+ *            unknown bits in @flags;
+ *   ENOSPC - USLAB_MAX_CACHES caches already exist;
+ *   ENOMEM - no memory for the cache descriptor.
+ */
+USLAB_API struct uslab_cache *uslab_cache_create(const char *name, size_t size,
+						 const struct uslab_cache_args *args,
+						 unsigned int flags);
+
+/**
+ * uslab_cache_destroy - destroy a cache whose objects have all been freed.
+ * @c: the cache, or NULL (nothing is done, 0 is returned).
+ *
+ * Objects that other threads keep in their sheaves and the barn's sheaves
+ * are reclaimed first; they do not count as live. If objects are still
+ * held by the program, the cache is left intact and usable (with its
+ * cached objects returned to its slabs), a one-line complaint is written
+ * to stderr as kmem_cache_destroy() does, and -EBUSY is returned.
+ *
+ * Context: owner - no thread may allocate from or free to @c during the
+ * call, and the program's last use of @c on every thread must happen
+ * before the call (for example through a join, a lock or a queue).
+ * Return: 0 - destroyed, every slab given back to the OS;
+ *         -EBUSY - objects are live, nothing destroyed.
+ */
+USLAB_API int uslab_cache_destroy(struct uslab_cache *c);
+
+/**
+ * uslab_cache_shrink - give this thread's and the barn's cached objects
+ * back to the slabs and every empty slab back to the OS.
+ * @c: the cache.
+ *
+ * Objects cached by other threads stay where they are (call
+ * uslab_thread_flush() on those threads to return them).
+ *
+ * Context: any thread.
+ * Return: 0 - done; -EINVAL - @c is NULL.
+ */
+USLAB_API int uslab_cache_shrink(struct uslab_cache *c);
+
+/**
+ * uslab_cache_alloc - allocate one object.
+ * @c: the cache.
+ *
+ * The fast path pops the thread's main sheaf: no lock, no atomic
+ * instruction. The object's contents are undefined unless the cache has a
+ * constructor (then it is in the state the program left it when freeing,
+ * or constructed).
+ *
+ * Context: any thread.
+ * Return: the object, aligned as the cache promises; or NULL with errno
+ * set to ENOMEM when no memory could be obtained from the OS.
+ */
+USLAB_API USLAB_MALLOC_ATTR void *uslab_cache_alloc(struct uslab_cache *c);
+
+/**
+ * uslab_cache_zalloc - allocate one object filled with zero bytes.
+ * @c: the cache.
+ *
+ * Context: any thread.
+ * Return: as uslab_cache_alloc().
+ */
+USLAB_API USLAB_MALLOC_ATTR void *uslab_cache_zalloc(struct uslab_cache *c);
+
+/**
+ * uslab_cache_free - free one object.
+ * @c:   the cache @obj was allocated from.
+ * @obj: the object, or NULL (nothing is done).
+ *
+ * Any thread may free an object, whichever thread allocated it. The fast
+ * path pushes the thread's main sheaf. Freeing an object to the wrong
+ * cache, twice, or a pointer that uslab did not hand out is a bug in the
+ * program; uslab detects it when the object reaches its slab and stops
+ * the program with "uslab: BUG <cache>: <what> at <address>".
+ *
+ * Context: any thread.
+ */
+USLAB_API void uslab_cache_free(struct uslab_cache *c, void *obj);
+
+/**
+ * uslab_cache_stats - take a snapshot of a cache's counters.
+ * @c:  the cache.
+ * @st: filled in on success.
+ *
+ * Slab counters are exact at the moment the node lock is held; event
+ * counters are summed over threads without stopping them.
+ *
+ * Context: any thread.
+ * Return: 0 - @st filled in; -EINVAL - @c or @st is NULL.
+ */
+USLAB_API int uslab_cache_stats(const struct uslab_cache *c, struct uslab_cache_stats *st);
+
+/**
+ * uslab_cache_name - the name a cache was created with.
+ * @c: the cache.
+ *
+ * Context: any thread.
+ * Return: the name (valid until the cache is destroyed), or NULL if @c is NULL.
+ */
+USLAB_API const char *uslab_cache_name(const struct uslab_cache *c);
+
+/**
+ * uslab_stat_name - the name of a slow-path event counter.
+ * @item: an enum uslab_stat_item value.
+ *
+ * Context: any thread.
+ * Return: a static string such as "alloc_slowpath", or NULL if @item is
+ * out of range.
+ */
+USLAB_API const char *uslab_stat_name(unsigned int item);
+
+/**
+ * uslab_thread_flush - return every object this thread caches.
+ *
+ * Full sheaves go to their cache's barn while it has room, everything
+ * else goes back to the slabs; the thread's sheaves are freed. A thread
+ * that is about to sleep for long may call it; thread exit does it
+ * automatically.
+ *
+ * Context: any thread (acts on the calling thread only).
+ */
+USLAB_API void uslab_thread_flush(void);
+
+/**
+ * uslab_owns - is @p inside a slab that uslab handed to a cache?
+ * @p: any address.
+ *
+ * Answers from the arena registry without a lock. An address inside a
+ * live slab gives true whether or not the object at @p is allocated.
+ *
+ * Context: any thread.
+ * Return: 1 if @p lies in a live slab, 0 otherwise.
+ */
+USLAB_API int uslab_owns(const void *p);
+
+/**
+ * uslab_cache_of - the cache an object belongs to.
+ * @p: an object address (or any address inside a live slab).
+ *
+ * Context: any thread.
+ * Return: the cache, or NULL if @p is not inside a live slab.
+ */
+USLAB_API struct uslab_cache *uslab_cache_of(const void *p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* USLAB_H */

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uslab/stats.h - what uslab_cache_stats() reports.
+ *
+ * Included by <uslab.h>; a program never needs to include it directly.
+ */
+#ifndef USLAB_STATS_H
+#define USLAB_STATS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * enum uslab_stat_item - slow-path event counters of a cache.
+ *
+ * Counted per thread without atomics and summed by uslab_cache_stats(),
+ * so reading them is approximate while other threads are running. The
+ * fast path (a pop from or a push to the thread's main sheaf) is not
+ * counted: it is exactly what is not worth a counter.
+ */
+enum uslab_stat_item {
+	USLAB_STAT_ALLOC_SLOWPATH = 0, /* alloc found the main sheaf empty */
+	USLAB_STAT_FREE_SLOWPATH,      /* free found the main sheaf full */
+	USLAB_STAT_SHEAF_SWAP,	       /* main and spare sheaf exchanged */
+	USLAB_STAT_BARN_GET,	       /* an empty sheaf traded for a full one */
+	USLAB_STAT_BARN_GET_FAIL,      /* barn had no full sheaf */
+	USLAB_STAT_BARN_PUT,	       /* a full sheaf traded for an empty one */
+	USLAB_STAT_BARN_PUT_FAIL,      /* barn had no room for a full sheaf */
+	USLAB_STAT_SHEAF_REFILL,       /* a sheaf refilled from slabs */
+	USLAB_STAT_SHEAF_FLUSH,	       /* a sheaf flushed to slabs */
+	USLAB_STAT_SHEAF_ALLOC,	       /* a new empty sheaf allocated */
+	USLAB_STAT_SLAB_NEW,	       /* a slab taken from the OS layer */
+	USLAB_STAT_SLAB_FREE,	       /* an empty slab given back to the OS layer */
+	USLAB_STAT_ALLOC_BULK,	       /* calls to uslab_cache_alloc_bulk() */
+	USLAB_STAT_ALLOC_BULK_OBJS,    /* objects they returned */
+	USLAB_STAT_FREE_BULK,	       /* calls to uslab_cache_free_bulk() */
+	USLAB_STAT_FREE_BULK_OBJS,     /* objects they freed */
+	USLAB_STAT_FREE_GROUP,	       /* detached freelists handed to slabs */
+	USLAB_STAT_NR_ITEMS
+};
+
+/** USLAB_STAT_SLOTS - room reserved in struct uslab_cache_stats. */
+#define USLAB_STAT_SLOTS 32
+
+/**
+ * struct uslab_cache_stats - a snapshot of one cache.
+ * @active_objs:  objects handed out of slabs: held by the program, or
+ *                resting in a thread's sheaf or in the barn
+ *                (/proc/slabinfo semantics).
+ * @num_objs:     objects the cache's slabs can hold.
+ * @objsize:      bytes between two objects in a slab (object, padding and
+ *                an out-of-object free pointer).
+ * @objperslab:   objects per slab.
+ * @pagesperslab: 4 KiB pages per slab.
+ * @active_slabs: slabs holding at least one active object.
+ * @num_slabs:    slabs owned by the cache.
+ * @object_size:  the size the cache was created with.
+ * @align:        the object alignment in effect.
+ * @order:        slab size is 2^order pages.
+ * @sheaf_capacity: objects per sheaf (0: the cache has no sheaves).
+ * @min_partial:  empty slabs kept before slabs go back to the OS.
+ * @partial_slabs: slabs on the partial list (including kept empty ones).
+ * @barn_full:    full sheaves in the barn.
+ * @barn_empty:   empty sheaves in the barn.
+ * @events:       slow-path counters, indexed by enum uslab_stat_item
+ *                (all zero when the library is built without statistics).
+ */
+struct uslab_cache_stats {
+	unsigned long active_objs;
+	unsigned long num_objs;
+	unsigned int objsize;
+	unsigned int objperslab;
+	unsigned int pagesperslab;
+	unsigned long active_slabs;
+	unsigned long num_slabs;
+
+	unsigned int object_size;
+	unsigned int align;
+	unsigned int order;
+	unsigned int sheaf_capacity;
+	unsigned int min_partial;
+	unsigned long partial_slabs;
+	unsigned long barn_full;
+	unsigned long barn_empty;
+	uint64_t events[USLAB_STAT_SLOTS];
+};
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* USLAB_STATS_H */

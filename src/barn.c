@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: MIT
+/*
+ * barn.c - a cache's depot of full and empty sheaves (Bonwick's magazine
+ * depot; the per-node barn of Linux 6.18).
+ *
+ * Threads trade whole sheaves here: an allocating thread whose sheaves are
+ * empty gives an empty sheaf and takes a full one; a freeing thread whose
+ * sheaves are full gives a full one and takes an empty one. One lock
+ * acquisition moves a whole sheaf of objects between threads, which is what
+ * makes producer -> consumer traffic cheap.
+ *
+ * Bounds: at most max_full full and max_empty empty sheaves (tunables
+ * USLAB_BARN_MAX_FULL, USLAB_BARN_MAX_EMPTY). A full sheaf refused for lack
+ * of room is flushed to slabs by the caller; an empty one is freed.
+ *
+ * Lock: barn->lock (4th in the lock order) protects both stacks and the
+ * counts. It is never held together with the node lock; flushing happens
+ * after the sheaf has left the barn. The counts are also read without the
+ * lock, to skip a trip to an empty barn: they are written with WRITE_ONCE.
+ */
+#include "internal.h"
+
+void barn_init(struct barn *b, unsigned int max_full, unsigned int max_empty)
+{
+	ulock_init(&b->lock);
+	b->full = b->empty = NULL;
+	b->nr_full = b->nr_empty = 0;
+	b->max_full = max_full;
+	b->max_empty = max_empty;
+}
+
+/*
+ * barn_replace_empty - trade an empty sheaf for a full one.
+ * @empty: in: an empty sheaf or NULL; out: NULL if the barn kept it, else
+ *         unchanged (the caller still owns it).
+ * Return: a full sheaf, or NULL if the barn has none (@empty untouched).
+ */
+struct sheaf *barn_replace_empty(struct barn *b, struct sheaf **empty)
+{
+	struct sheaf *full;
+
+	if (!READ_ONCE(b->nr_full))
+		return NULL;
+	ulock_lock(&b->lock);
+	full = b->full;
+	if (full) {
+		b->full = full->next;
+		WRITE_ONCE(b->nr_full, b->nr_full - 1);
+		if (*empty && b->nr_empty < b->max_empty) {
+			(*empty)->next = b->empty;
+			b->empty = *empty;
+			WRITE_ONCE(b->nr_empty, b->nr_empty + 1);
+			*empty = NULL;
+		}
+	}
+	ulock_unlock(&b->lock);
+	return full;
+}
+
+/*
+ * barn_replace_full - trade a full sheaf for an empty one.
+ * @taken: set to whether the barn kept @full (false: no room).
+ * Return: an empty sheaf if the barn kept @full and had one, else NULL.
+ */
+struct sheaf *barn_replace_full(struct barn *b, struct sheaf *full, bool *taken)
+{
+	struct sheaf *empty = NULL;
+
+	*taken = false;
+	if (READ_ONCE(b->nr_full) >= b->max_full)
+		return NULL;
+	ulock_lock(&b->lock);
+	if (b->nr_full < b->max_full) {
+		full->next = b->full;
+		b->full = full;
+		WRITE_ONCE(b->nr_full, b->nr_full + 1);
+		*taken = true;
+		empty = b->empty;
+		if (empty) {
+			b->empty = empty->next;
+			WRITE_ONCE(b->nr_empty, b->nr_empty - 1);
+		}
+	}
+	ulock_unlock(&b->lock);
+	return empty;
+}
+
+/* An empty sheaf from the barn, or NULL. */
+struct sheaf *barn_get_empty(struct barn *b)
+{
+	struct sheaf *empty;
+
+	if (!READ_ONCE(b->nr_empty))
+		return NULL;
+	ulock_lock(&b->lock);
+	empty = b->empty;
+	if (empty) {
+		b->empty = empty->next;
+		WRITE_ONCE(b->nr_empty, b->nr_empty - 1);
+	}
+	ulock_unlock(&b->lock);
+	return empty;
+}
+
+/* Keep an empty sheaf if there is room. Return: whether it was kept. */
+bool barn_put_empty(struct barn *b, struct sheaf *empty)
+{
+	bool kept = false;
+
+	ulock_lock(&b->lock);
+	if (b->nr_empty < b->max_empty) {
+		empty->next = b->empty;
+		b->empty = empty;
+		WRITE_ONCE(b->nr_empty, b->nr_empty + 1);
+		kept = true;
+	}
+	ulock_unlock(&b->lock);
+	return kept;
+}
+
+/* Keep a full sheaf if there is room. Return: whether it was kept. */
+bool barn_put_full(struct barn *b, struct sheaf *full)
+{
+	bool kept = false;
+
+	ulock_lock(&b->lock);
+	if (b->nr_full < b->max_full) {
+		full->next = b->full;
+		b->full = full;
+		WRITE_ONCE(b->nr_full, b->nr_full + 1);
+		kept = true;
+	}
+	ulock_unlock(&b->lock);
+	return kept;
+}
+
+/* Flush every full sheaf of @c's barn to slabs and free all its sheaves. */
+void barn_drain(struct uslab_cache *c)
+{
+	struct barn *b = &c->barn;
+	struct sheaf *full, *empty, *next;
+
+	ulock_lock(&b->lock);
+	full = b->full;
+	empty = b->empty;
+	b->full = b->empty = NULL;
+	WRITE_ONCE(b->nr_full, 0);
+	WRITE_ONCE(b->nr_empty, 0);
+	ulock_unlock(&b->lock);
+
+	for (; full; full = next) {
+		next = full->next;
+		sheaf_flush(c, full);
+		sheaf_free(c, full);
+	}
+	for (; empty; empty = next) {
+		next = empty->next;
+		sheaf_free(c, empty);
+	}
+}
+
+void barn_counts(struct barn *b, unsigned long *full, unsigned long *empty)
+{
+	ulock_lock(&b->lock);
+	*full = b->nr_full;
+	*empty = b->nr_empty;
+	ulock_unlock(&b->lock);
+}

@@ -1,0 +1,654 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cache.c - struct uslab_cache: object layout, slab order, the node
+ * partial list, refill and flush of objects in batches, create, destroy,
+ * shrink, and the list of all caches.
+ *
+ * Lock order (the whole library's; see also internal.h):
+ *
+ *   1. caches_lock   - the list of caches and the cache id bitmap; held
+ *                      across create and destroy.
+ *   2. threads_lock  - the list of thread states (thread.c).
+ *   3. tstate->lock  - one thread's sheaves (thread.c); the owner holds it
+ *                      in its slow paths, others only to drain a thread
+ *                      (destroy, fork).
+ *   4. barn->lock    - a cache's barn (barn.c).
+ *   5. node->lock    - a cache's partial list, every slab freelist and bump
+ *                      index of slabs on a list, and the node counters.
+ *   6. os_lock       - arenas (os.c).
+ *
+ * barn->lock and node->lock are never held together: a sheaf leaves the
+ * barn before it is flushed.
+ *
+ * Slab states (struct slab.state):
+ *
+ *   state    on list      free objects           who may touch it
+ *   FREE     os free      -                      os.c under os_lock
+ *   NEW      none         all                    the one thread creating it
+ *   PARTIAL  partial      some or all (empty)    anyone under node->lock
+ *   FULL     none         none                   anyone under node->lock
+ *
+ *   NEW -> PARTIAL   refill carved part of a new slab into a sheaf
+ *   NEW -> FULL      refill carved all of it
+ *   PARTIAL -> FULL  refill took its whole freelist and the rest of its bump
+ *   FULL -> PARTIAL  objects came back (flush, bulk free)
+ *   PARTIAL -> FREE  it became empty while min_partial other slabs are on
+ *                    the partial list, or on shrink or destroy
+ *
+ * Objects come back to slabs only in batches: a sheaf flush or a bulk free
+ * builds detached freelists (one per slab, outside any lock) and hands up
+ * to FREE_GROUPS of them over under one acquisition of the node lock.
+ * Refill detaches whole slab freelists under the lock (O(1) each) and walks
+ * them after dropping it.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <x86intrin.h>
+
+#include "internal.h"
+
+#define FREE_GROUPS 32
+#define REFILL_LISTS 16
+
+struct ulock caches_lock = ULOCK_INIT;
+static struct uslab_cache *caches; /* list of all caches */
+static uint64_t id_map[(USLAB_MAX_CACHES + 1 + 63) / 64];
+static struct uslab_cache cache_cache; /* holds struct uslab_cache */
+
+/* ------------------------------------------------------------ layout */
+
+static unsigned int fls_uint(unsigned int x)
+{
+	return x ? 32 - __builtin_clz(x) : 0;
+}
+
+static unsigned int get_order(size_t size)
+{
+	unsigned int order = 0;
+
+	while ((PAGE_SIZE << order) < size)
+		order++;
+	return order;
+}
+
+/* The smallest order from @min_order wasting at most 1/@fract of the slab. */
+static unsigned int calc_slab_order(unsigned int size, unsigned int min_order,
+				    unsigned int max_order, unsigned int fract)
+{
+	unsigned int order;
+
+	for (order = min_order; order <= max_order; order++) {
+		size_t slab_size = PAGE_SIZE << order;
+
+		if (slab_size % size <= slab_size / fract)
+			break;
+	}
+	return order;
+}
+
+/*
+ * calculate_order - SLUB's rule: at least min_objects = 4 * (fls(nr_cpus) + 1)
+ * objects per slab (tunable), the least waste first, orders up to max_order,
+ * and beyond that the order that fits one object.
+ */
+static int calculate_order(unsigned int size)
+{
+	unsigned int min_objects = uslab_opt.min_objects;
+	unsigned int max_order = uslab_opt.max_order;
+	unsigned int max_objects, min_order, order;
+
+	if (!min_objects)
+		min_objects = 4 * (fls_uint(uslab_opt.nr_cpus) + 1);
+	max_objects = (PAGE_SIZE << max_order) / size;
+	if (max_objects < 1)
+		max_objects = 1;
+	if (min_objects > max_objects)
+		min_objects = max_objects;
+	min_order = get_order((size_t)min_objects * size);
+	if (min_order < uslab_opt.min_order)
+		min_order = uslab_opt.min_order;
+	for (unsigned int fract = 16; fract > 1; fract /= 2) {
+		order = calc_slab_order(size, min_order, max_order, fract);
+		if (order <= max_order)
+			return order;
+	}
+	order = get_order(size);
+	if (order < uslab_opt.min_order)
+		order = uslab_opt.min_order;
+	return order <= SLAB_MAX_ORDER ? (int)order : -EINVAL;
+}
+
+static unsigned int default_min_partial(unsigned int size)
+{
+	unsigned int mp = (fls_uint(size) - 1) / 2;
+
+	return mp < 5 ? 5 : mp > 10 ? 10 : mp;
+}
+
+static uintptr_t random_secret(void)
+{
+	uintptr_t v;
+
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v))
+		v = (uintptr_t)__rdtsc() * 0x9e3779b97f4a7c15ull ^ (uintptr_t)&v;
+	return v | 1;
+}
+
+static int cache_setup(struct uslab_cache *c, const char *name, size_t size, size_t align,
+		       void (*ctor)(void *), unsigned int flags, unsigned int min_partial)
+{
+	size_t sz = ALIGN_UP(size, sizeof(void *));
+	size_t a = align > sizeof(void *) ? align : sizeof(void *);
+	int order;
+
+	if (flags & USLAB_HWCACHE_ALIGN) {
+		size_t ralign = CACHELINE;
+
+		while (size <= ralign / 2)
+			ralign /= 2;
+		if (ralign > a)
+			a = ralign;
+	}
+	snprintf(c->name, sizeof(c->name), "%s", name);
+	c->flags = flags;
+	c->ctor = ctor;
+	c->object_size = (unsigned int)size;
+	if (ctor) {
+		/* Never write into a constructed object: free pointer after it. */
+		c->fp_offset = (unsigned int)sz;
+		sz += sizeof(void *);
+	} else {
+		c->fp_offset = (unsigned int)ALIGN_DOWN(size / 2, sizeof(void *));
+	}
+	c->size = (unsigned int)ALIGN_UP(sz, a);
+	c->align = (unsigned int)a;
+	order = calculate_order(c->size);
+	if (order < 0)
+		return -EINVAL;
+	c->order = (unsigned int)order;
+	c->objects = (unsigned int)((PAGE_SIZE << order) / c->size);
+	c->recip = UINT64_MAX / c->size + 1;
+	c->secret = random_secret();
+	c->min_partial = min_partial;
+	if (!c->min_partial)
+		c->min_partial = uslab_opt.min_partial;
+	if (!c->min_partial)
+		c->min_partial = default_min_partial(c->size);
+	c->id = -1;
+	c->pcs_off = 0;
+	barn_init(&c->barn, uslab_opt.barn_max_full, uslab_opt.barn_max_empty);
+	ulock_init(&c->node.lock);
+	c->node.partial.next = c->node.partial.prev = &c->node.partial;
+	return 0;
+}
+
+/* Link @c into the list of caches. Called with caches_lock held. */
+static void cache_list_add(struct uslab_cache *c)
+{
+	c->prev = NULL;
+	c->next = caches;
+	if (caches)
+		caches->prev = c;
+	caches = c;
+}
+
+static void cache_list_del(struct uslab_cache *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		caches = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+}
+
+/* Ids start at 1: pcs entry 0 stays empty in every thread (see sheaf.c). */
+static int id_alloc(void)
+{
+	for (int i = 1; i <= USLAB_MAX_CACHES; i++) {
+		if (!(id_map[i / 64] & (1ull << (i % 64)))) {
+			id_map[i / 64] |= 1ull << (i % 64);
+			return i;
+		}
+	}
+	return -1;
+}
+
+static void id_free(int id)
+{
+	id_map[id / 64] &= ~(1ull << (id % 64));
+}
+
+/*
+ * cache_init_internal - set up one of uslab's own metadata caches (static
+ * storage, no sheaves: every allocation takes the node lock).
+ */
+int cache_init_internal(struct uslab_cache *c, const char *name, size_t size)
+{
+	memset(c, 0, sizeof(*c));
+	if (cache_setup(c, name, size, 0, NULL, CACHE_INTERNAL, 0))
+		return EINVAL;
+	ulock_lock(&caches_lock);
+	cache_list_add(c);
+	ulock_unlock(&caches_lock);
+	return 0;
+}
+
+int cache_bootstrap(void)
+{
+	return cache_init_internal(&cache_cache, "uslab_cache", sizeof(struct uslab_cache));
+}
+
+/* ------------------------------------------------------ node lists */
+
+static void partial_add_tail(struct node *n, struct slab *s)
+{
+	s->next = &n->partial;
+	s->prev = n->partial.prev;
+	n->partial.prev->next = s;
+	n->partial.prev = s;
+	n->nr_partial++;
+}
+
+static void partial_add_head(struct node *n, struct slab *s)
+{
+	s->prev = &n->partial;
+	s->next = n->partial.next;
+	n->partial.next->prev = s;
+	n->partial.next = s;
+	n->nr_partial++;
+}
+
+static void partial_del(struct node *n, struct slab *s)
+{
+	s->prev->next = s->next;
+	s->next->prev = s->prev;
+	s->next = s->prev = NULL;
+	n->nr_partial--;
+}
+
+static inline bool slab_is_empty(const struct slab *s)
+{
+	return s->nfree == s->bump;
+}
+
+/* Give a list of slabs (linked by ->next, already off the node) to os.c. */
+static void release_slabs(struct slab *s)
+{
+	while (s) {
+		struct slab *next = s->next;
+
+		__atomic_store_n(&s->cache, NULL, __ATOMIC_RELEASE);
+		os_slab_free(s);
+		s = next;
+	}
+}
+
+/* Remove an empty slab from the node for release. Under node->lock. */
+static void slab_discard(struct uslab_cache *c, struct slab *s, struct slab **release)
+{
+	struct node *n = &c->node;
+
+	partial_del(n, s);
+	n->nr_slabs--;
+	n->nr_objects -= s->objects;
+	n->nr_free -= s->objects;
+	n->ev[USLAB_STAT_SLAB_FREE]++;
+	s->state = SLAB_FREE;
+	s->next = *release;
+	*release = s;
+}
+
+/*
+ * slab_put_group - hand one detached freelist back to its slab.
+ * Under the node lock of df->slab->cache. Slabs that become empty beyond
+ * min_partial are queued on @release, to be freed after the lock is dropped.
+ */
+static void slab_put_group(struct uslab_cache *c, struct detached_freelist *df,
+			   struct slab **release)
+{
+	struct node *n = &c->node;
+	struct slab *s = df->slab;
+	unsigned int inuse = s->bump - s->nfree;
+
+	if (unlikely(df->cnt > inuse))
+		uslab_bug(c, df->head, "double free: %u objects freed to slab %p with %u in use",
+			  df->cnt, (void *)s->base, inuse);
+	if (unlikely(s->freelist && df->tail == s->freelist))
+		uslab_bug(c, df->tail, "double free");
+	fp_set(c, df->tail, s->freelist);
+	s->freelist = df->head;
+	s->nfree += df->cnt;
+	n->nr_free += df->cnt;
+	n->ev[USLAB_STAT_FREE_GROUP]++;
+	if (s->state == SLAB_FULL) {
+		s->state = SLAB_PARTIAL;
+		partial_add_tail(n, s);
+	}
+	if (inuse == df->cnt) {
+		if (n->nr_partial > c->min_partial) {
+			slab_discard(c, s, release);
+		} else {
+			/* Keep it, at the tail: partly used slabs are used first. */
+			n->nr_empty++;
+			partial_del(n, s);
+			partial_add_tail(n, s);
+		}
+	}
+}
+
+static void node_put_groups(struct detached_freelist *df, unsigned int nd, struct slab **release)
+{
+	struct uslab_cache *locked = NULL;
+
+	for (unsigned int i = 0; i < nd; i++) {
+		struct uslab_cache *c = df[i].slab->cache;
+
+		if (c != locked) {
+			if (locked)
+				ulock_unlock(&locked->node.lock);
+			ulock_lock(&c->node.lock);
+			locked = c;
+		}
+		slab_put_group(c, &df[i], release);
+	}
+	if (locked)
+		ulock_unlock(&locked->node.lock);
+}
+
+/*
+ * cache_free_objects - return objects to their slabs.
+ * @c:         their cache, or NULL when each object names its own.
+ * @p:         the objects; every entry is NULL on return, NULL entries
+ *             are skipped.
+ * @n:         entries in @p.
+ * @lookahead: see build_detached_freelist().
+ *
+ * Context: objects owned by the caller, poisoned for ASan already.
+ * Takes the node lock once per FREE_GROUPS detached freelists.
+ */
+void cache_free_objects(struct uslab_cache *c, void **p, size_t n, unsigned int lookahead)
+{
+	struct detached_freelist df[FREE_GROUPS];
+	struct slab *release = NULL;
+	unsigned int nd = 0;
+	size_t i = 0;
+
+	while (i < n) {
+		i = build_detached_freelist(c, n, p, i, lookahead, &df[nd]);
+		if (df[nd].slab && ++nd == FREE_GROUPS) {
+			node_put_groups(df, nd, &release);
+			nd = 0;
+		}
+	}
+	if (nd)
+		node_put_groups(df, nd, &release);
+	release_slabs(release);
+}
+
+/*
+ * cache_refill - take up to @want free objects of @c into @dst.
+ *
+ * Partial slabs first: under the node lock each slab's whole freelist is
+ * detached in O(1) (split only if it holds more than is wanted) and its
+ * never-used objects are carved; the detached lists are walked after the
+ * lock is dropped. Then new slabs from os.c, carved without any lock and
+ * published with their leftover on the partial list.
+ *
+ * Return: objects stored in @dst (poisoned for ASan); fewer than @want,
+ * and errno ENOMEM, only when the OS refused memory.
+ */
+unsigned int cache_refill(struct uslab_cache *c, void **dst, unsigned int want)
+{
+	struct {
+		struct slab *s;
+		void *head;
+		unsigned int cnt, off;
+	} lists[REFILL_LISTS];
+	struct node *n = &c->node;
+	unsigned int got = 0;
+
+	while (got < want) {
+		unsigned int nl = 0;
+		bool exhausted;
+
+		ulock_lock(&n->lock);
+		while (got < want && nl < REFILL_LISTS && n->partial.next != &n->partial) {
+			struct slab *s = n->partial.next;
+			unsigned int room = want - got, took;
+			bool was_empty = slab_is_empty(s);
+
+			if (s->nfree <= room) {
+				if (s->nfree) {
+					lists[nl].s = s;
+					lists[nl].head = s->freelist;
+					lists[nl].cnt = s->nfree;
+					lists[nl].off = got;
+					nl++;
+				}
+				took = s->nfree;
+				s->freelist = NULL;
+				s->nfree = 0;
+			} else {
+				/* More free objects than room: split here. */
+				s->freelist = slab_walk(c, s, s->freelist, room, dst + got);
+				s->nfree -= room;
+				took = room;
+			}
+			got += took;
+			if (got < want) {
+				unsigned int k = slab_carve(c, s, dst + got, want - got);
+				got += k;
+				took += k;
+			}
+			n->nr_free -= took;
+			if (was_empty && took)
+				n->nr_empty--;
+			if (!s->nfree && s->bump == s->objects) {
+				partial_del(n, s);
+				s->state = SLAB_FULL;
+			}
+		}
+		exhausted = n->partial.next == &n->partial;
+		ulock_unlock(&n->lock);
+
+		for (unsigned int i = 0; i < nl; i++) {
+			void *rest = slab_walk(c, lists[i].s, lists[i].head, lists[i].cnt,
+					       dst + lists[i].off);
+
+			if (unlikely(rest))
+				uslab_bug(c, rest, "freelist of slab %p longer than its count %u",
+					  (void *)lists[i].s->base, lists[i].cnt);
+		}
+		if (got == want || !exhausted)
+			continue;
+
+		struct slab *s = os_slab_alloc(c->order);
+
+		if (!s)
+			break;
+		slab_setup(c, s);
+		got += slab_carve(c, s, dst + got, want - got);
+		ulock_lock(&n->lock);
+		n->nr_slabs++;
+		n->nr_objects += s->objects;
+		n->ev[USLAB_STAT_SLAB_NEW]++;
+		if (s->bump < s->objects) {
+			n->nr_free += s->objects - s->bump;
+			s->state = SLAB_PARTIAL;
+			partial_add_head(n, s);
+		} else {
+			s->state = SLAB_FULL;
+		}
+		ulock_unlock(&n->lock);
+	}
+	if (got < want)
+		errno = ENOMEM;
+	return got;
+}
+
+/* One object without sheaves: uslab's metadata and sheaf-less caches. */
+void *cache_alloc_direct(struct uslab_cache *c)
+{
+	void *obj;
+
+	if (cache_refill(c, &obj, 1) != 1)
+		return NULL;
+	asan_unpoison(obj, c->object_size);
+	return obj;
+}
+
+void cache_free_direct(struct uslab_cache *c, void *obj)
+{
+	asan_poison(obj, c->size);
+	cache_free_objects(c, &obj, 1, 0);
+}
+
+/* Give every empty slab of @c back to the OS, ignoring min_partial. */
+void cache_shrink_node(struct uslab_cache *c)
+{
+	struct node *n = &c->node;
+	struct slab *release = NULL, *s, *next;
+
+	ulock_lock(&n->lock);
+	for (s = n->partial.next; s != &n->partial; s = next) {
+		next = s->next;
+		if (slab_is_empty(s)) {
+			n->nr_empty--;
+			slab_discard(c, s, &release);
+		}
+	}
+	ulock_unlock(&n->lock);
+	release_slabs(release);
+}
+
+/* ---------------------------------------------------------- public */
+
+struct uslab_cache *uslab_cache_create(const char *name, size_t size,
+				       const struct uslab_cache_args *args, unsigned int flags)
+{
+	static const struct uslab_cache_args defaults;
+	struct uslab_cache *c;
+	unsigned int cap;
+
+	if (uslab_init())
+		return NULL;
+	if (!args)
+		args = &defaults;
+	if (!name || strlen(name) > USLAB_NAME_MAX || !size || size > USLAB_MAX_OBJECT_SIZE ||
+	    (flags & ~CACHE_PUBLIC_FLAGS) || (args->align & (args->align - 1)) ||
+	    args->align > USLAB_MAX_ALIGN) {
+		errno = EINVAL;
+		return NULL;
+	}
+	c = cache_alloc_direct(&cache_cache);
+	if (!c)
+		return NULL;
+	memset(c, 0, sizeof(*c));
+	if (cache_setup(c, name, size, args->align, args->ctor, flags, args->min_partial)) {
+		cache_free_direct(&cache_cache, c);
+		errno = EINVAL;
+		return NULL;
+	}
+	cap = sheaf_capacity_for(c->size, args->sheaf_capacity);
+
+	ulock_lock(&caches_lock);
+	if (cap) {
+		int id = id_alloc();
+
+		if (id < 0) {
+			ulock_unlock(&caches_lock);
+			cache_free_direct(&cache_cache, c);
+			errno = ENOSPC;
+			return NULL;
+		}
+		c->id = id;
+		c->pcs_off = (size_t)id * sizeof(struct pcs);
+		c->sheaf_capacity = cap;
+	}
+	cache_list_add(c);
+	ulock_unlock(&caches_lock);
+	return c;
+}
+
+int uslab_cache_destroy(struct uslab_cache *c)
+{
+	struct node *n;
+	struct slab *release = NULL;
+	unsigned long live;
+
+	if (!c)
+		return 0;
+	n = &c->node;
+	ulock_lock(&caches_lock);
+	if (c->sheaf_capacity) {
+		thread_drain_cache(c);
+		barn_drain(c);
+	}
+	ulock_lock(&n->lock);
+	live = n->nr_objects - n->nr_free;
+	if (live) {
+		ulock_unlock(&n->lock);
+		ulock_unlock(&caches_lock);
+		uslab_warn("cache %s: %lu objects still allocated, not destroyed", c->name, live);
+		return -EBUSY;
+	}
+	/* Nothing is allocated, so every slab is on the partial list. */
+	while (n->partial.next != &n->partial)
+		slab_discard(c, n->partial.next, &release);
+	ulock_unlock(&n->lock);
+	release_slabs(release);
+	if (c->id > 0)
+		id_free(c->id);
+	cache_list_del(c);
+	ulock_unlock(&caches_lock);
+	cache_free_direct(&cache_cache, c);
+	return 0;
+}
+
+int uslab_cache_shrink(struct uslab_cache *c)
+{
+	if (!c)
+		return -EINVAL;
+	if (c->sheaf_capacity) {
+		sheaf_flush_self(c);
+		barn_drain(c);
+	}
+	cache_shrink_node(c);
+	return 0;
+}
+
+const char *uslab_cache_name(const struct uslab_cache *c)
+{
+	return c ? c->name : NULL;
+}
+
+/* ------------------------------------------------------------ fork */
+
+/* Called with caches_lock and every thread lock held (init.c). */
+void cache_fork_prepare(void)
+{
+	struct uslab_cache *c;
+
+	for (c = caches; c; c = c->next)
+		ulock_lock(&c->barn.lock);
+	for (c = caches; c; c = c->next)
+		ulock_lock(&c->node.lock);
+}
+
+void cache_fork_parent(void)
+{
+	for (struct uslab_cache *c = caches; c; c = c->next) {
+		ulock_unlock(&c->node.lock);
+		ulock_unlock(&c->barn.lock);
+	}
+}
+
+void cache_fork_child(void)
+{
+	for (struct uslab_cache *c = caches; c; c = c->next) {
+		ulock_init(&c->node.lock);
+		ulock_init(&c->barn.lock);
+	}
+}

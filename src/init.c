@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: MIT
+/*
+ * init.c - library start-up and fork.
+ *
+ * Start-up is lazy and happens once (pthread_once) on the first cache
+ * creation or the first slow path of a thread: options from the
+ * environment, uslab's own metadata caches, the thread-exit key, and the
+ * fork handlers.
+ *
+ * Fork: before fork() the forking thread takes every lock in the lock order
+ * (caches_lock, threads_lock, every thread state, every barn, every node,
+ * os_lock), so no lock is held halfway through an update in the child. The
+ * parent releases them; the child re-initialises them and hands the sheaves
+ * of the threads that do not exist in the child back to their caches.
+ */
+#include <pthread.h>
+
+#include "internal.h"
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static int init_error;
+
+static void fork_prepare(void)
+{
+	ulock_lock(&caches_lock);
+	thread_fork_prepare();
+	cache_fork_prepare();
+	os_fork_prepare();
+}
+
+static void fork_parent(void)
+{
+	os_fork_parent();
+	cache_fork_parent();
+	thread_fork_parent();
+	ulock_unlock(&caches_lock);
+}
+
+static void fork_child(void)
+{
+	os_fork_child();
+	cache_fork_child();
+	ulock_init(&caches_lock);
+	thread_fork_child();
+}
+
+static void do_init(void)
+{
+	int err;
+
+	options_init();
+	err = cache_bootstrap();
+	if (!err)
+		err = sheaf_bootstrap();
+	if (!err)
+		err = thread_init();
+	if (!err)
+		err = pthread_atfork(fork_prepare, fork_parent, fork_child);
+	init_error = err;
+}
+
+/* Return: 0, or -1 with errno set when the library cannot start. */
+int uslab_init(void)
+{
+	pthread_once(&init_once, do_init);
+	if (unlikely(init_error)) {
+		errno = init_error;
+		return -1;
+	}
+	return 0;
+}

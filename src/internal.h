@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * internal.h - declarations shared between uslab's layers, grouped by the
+ * file that owns them. Layers, bottom up (each uses only those above it in
+ * this list; debug, stats and options are services anyone may call):
+ *
+ *   os.c      arenas, the address registry, memory back to the OS
+ *   slab.c    one slab: free pointers, carving, detached freelists
+ *   cache.c   struct uslab_cache, node partial list, refill and flush
+ *   barn.c    per-cache depot of full and empty sheaves
+ *   sheaf.c   per-thread sheaves: the fast path and its slow paths
+ *   thread.c  per-thread state, thread exit, draining for destroy
+ *   init.c    library start-up, fork
+ *
+ * doc/design.md has the picture; the lock order is repeated here because
+ * every file that takes a lock must respect it:
+ *
+ *   1. caches_lock      (cache.c)  list of caches, cache ids
+ *   2. threads_lock     (thread.c) list of thread states
+ *   3. tstate->lock     (thread.c) one thread's sheaves, as a whole
+ *   4. barn->lock       (barn.c)   a cache's barn
+ *   5. node->lock       (cache.c)  a cache's slab lists and slab freelists
+ *   6. os_lock          (os.c)     arenas and free slab slots
+ *
+ * 4 and 5 are never held together.
+ */
+#ifndef USLAB_INTERNAL_H
+#define USLAB_INTERNAL_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lock.h"
+#include "uslab.h"
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#define INTERNAL __attribute__((visibility("hidden")))
+#define ALIGN_UP(x, a) (((x) + ((a)-1)) & ~((__typeof__(x))(a)-1))
+#define ALIGN_DOWN(x, a) ((x) & ~((__typeof__(x))(a)-1))
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define CACHELINE 64
+#define __cacheline_aligned __attribute__((aligned(CACHELINE)))
+
+#define READ_ONCE(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define WRITE_ONCE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+
+/* ---------------------------------------------------------------- os.c */
+
+#define PAGE_SHIFT 12
+#define PAGE_SIZE (1ul << PAGE_SHIFT)
+/* Arenas are naturally aligned multiples of 2^ARENA_SHIFT bytes. */
+#define ARENA_SHIFT 26
+/* Slabs go up to 2^SLAB_MAX_ORDER pages (32 MiB). */
+#define SLAB_MAX_ORDER 13
+
+enum slab_state {
+	SLAB_FREE = 0, /* slot of an arena, owned by os.c */
+	SLAB_NEW,      /* just taken by a cache, not yet on any list */
+	SLAB_PARTIAL,  /* on the node partial list: some objects free */
+	SLAB_FULL,     /* no free object in the slab; on no list */
+};
+
+/*
+ * struct slab - descriptor of one slab. Lives in its arena's descriptor
+ * table, never inside the slab, so object -> slab is arithmetic.
+ * Fields other than @cache, @base, @objects are protected by the owning
+ * cache's node lock once the slab is on a list (state PARTIAL or FULL).
+ */
+struct slab {
+	struct uslab_cache *cache; /* owner; NULL while the slot is free */
+	void *freelist;		   /* first free object; chain encoded */
+	uint32_t nfree;		   /* objects on @freelist */
+	uint32_t bump;		   /* objects [bump, objects) never used */
+	uint32_t objects;	   /* objects in the slab */
+	uint8_t state;		   /* enum slab_state */
+	uint8_t order;
+	uint16_t pad;
+	struct slab *next, *prev; /* partial list, or os free-slot list */
+	char *base;		  /* first byte of the slab */
+};
+
+INTERNAL struct slab *os_slab_alloc(unsigned int order);
+INTERNAL void os_slab_free(struct slab *s);
+INTERNAL struct slab *os_slab_lookup(const void *p);
+INTERNAL void *os_mmap(size_t size);
+INTERNAL void os_munmap(void *p, size_t size);
+INTERNAL void os_fork_prepare(void);
+INTERNAL void os_fork_parent(void);
+INTERNAL void os_fork_child(void);
+INTERNAL size_t os_arena_count(void);
+
+/* ------------------------------------------------------------- slab.c */
+
+/*
+ * struct detached_freelist - objects of one slab linked through their free
+ * pointers by a thread that owns them, not yet visible to anyone (seed:
+ * "slub: optimize bulk slowpath free by detached freelist").
+ */
+struct detached_freelist {
+	struct slab *slab;
+	void *head;
+	void *tail;
+	unsigned int cnt;
+};
+
+INTERNAL void *fp_get(const struct uslab_cache *c, const void *obj);
+INTERNAL void fp_set(const struct uslab_cache *c, void *obj, void *next);
+INTERNAL void slab_setup(struct uslab_cache *c, struct slab *s);
+INTERNAL unsigned int slab_carve(struct uslab_cache *c, struct slab *s, void **dst,
+				 unsigned int max);
+INTERNAL void *slab_walk(struct uslab_cache *c, struct slab *s, void *head, unsigned int cnt,
+			 void **dst);
+INTERNAL struct slab *slab_of_object(struct uslab_cache *c, const void *obj);
+INTERNAL size_t build_detached_freelist(struct uslab_cache *c, size_t n, void **p, size_t start,
+					unsigned int lookahead, struct detached_freelist *df);
+
+/* ------------------------------------------------------------ cache.c */
+
+/* The node: a cache's slab lists (one node: the machine is not NUMA). */
+struct node {
+	struct ulock lock;
+	struct slab partial;	  /* list head (only next/prev used) */
+	unsigned long nr_partial; /* slabs on the partial list */
+	unsigned long nr_empty;	  /* of those, slabs with no object in use */
+	unsigned long nr_slabs;	  /* slabs owned */
+	unsigned long nr_objects; /* objects those slabs hold */
+	unsigned long nr_free;	  /* free objects in slabs (lists and bump) */
+	/* Events counted under the lock, and those of threads that exited. */
+	uint64_t ev[USLAB_STAT_NR_ITEMS];
+};
+
+struct barn {
+	struct ulock lock;
+	struct sheaf *full;  /* stack of full sheaves */
+	struct sheaf *empty; /* stack of empty sheaves */
+	unsigned int nr_full;
+	unsigned int nr_empty;
+	unsigned int max_full;
+	unsigned int max_empty;
+};
+
+/* Flags a cache keeps internally, above the public ones. */
+#define CACHE_INTERNAL 0x80000000u /* uslab's own metadata cache */
+#define CACHE_PUBLIC_FLAGS (USLAB_HWCACHE_ALIGN)
+
+struct uslab_cache {
+	/* Read by the fast path: one line, written only at creation. */
+	size_t pcs_off; /* this cache's pcs in a thread table */
+	unsigned int flags;
+	unsigned int object_size; /* size asked for */
+	unsigned int size;	  /* stride between objects */
+	unsigned int align;
+	unsigned int fp_offset; /* free pointer offset in an object */
+	unsigned int order;
+	unsigned int objects;	     /* per slab */
+	unsigned int sheaf_capacity; /* 0: no sheaves */
+	unsigned int min_partial;
+	int id;		  /* index of pcs; -1 without sheaves */
+	uint64_t recip;	  /* 2^64 / size, rounded up */
+	uintptr_t secret; /* free pointer encoding key */
+	void (*ctor)(void *obj);
+
+	struct uslab_cache *next, *prev; /* list of all caches */
+	char name[USLAB_NAME_MAX + 1];
+
+	struct barn barn __cacheline_aligned;
+	struct node node __cacheline_aligned;
+};
+
+INTERNAL extern struct ulock caches_lock;
+INTERNAL unsigned int cache_refill(struct uslab_cache *c, void **dst, unsigned int want);
+INTERNAL void cache_free_objects(struct uslab_cache *c, void **p, size_t n, unsigned int lookahead);
+INTERNAL void *cache_alloc_direct(struct uslab_cache *c);
+INTERNAL void cache_free_direct(struct uslab_cache *c, void *obj);
+INTERNAL int cache_bootstrap(void);
+INTERNAL int cache_init_internal(struct uslab_cache *c, const char *name, size_t size);
+INTERNAL void cache_fork_prepare(void);
+INTERNAL void cache_fork_parent(void);
+INTERNAL void cache_fork_child(void);
+INTERNAL void cache_shrink_node(struct uslab_cache *c);
+
+/* ------------------------------------------------------------ sheaf.c */
+
+struct sheaf {
+	struct sheaf *next; /* barn stack link */
+	uint32_t size;	    /* objects held, when not a thread's main */
+	uint32_t capacity;
+	void *objs[];
+};
+
+/*
+ * struct pcs - one thread's sheaves for one cache: a cache line in the
+ * thread's table at offset cache->pcs_off. The main sheaf is described by
+ * three pointers so the fast path is a compare and a load or store:
+ * objects are [bottom, top), room up to limit. All NULL (the state of
+ * every entry of a thread that has not started, and of caches without
+ * sheaves) sends both fast paths to their slow paths.
+ */
+struct pcs {
+	void **top;
+	void **bottom;
+	void **limit;
+	struct sheaf *main;
+	struct sheaf *spare;	   /* NULL, or an empty or full sheaf */
+	struct uslab_cache *cache; /* owner of the sheaves, NULL if unused */
+	struct pcs_events *events; /* slow-path counters, lazily allocated */
+	uintptr_t unused;
+};
+
+struct pcs_events {
+	uint64_t ev[USLAB_STAT_NR_ITEMS];
+};
+
+/* Sheaf sizes: 16-byte header plus a power-of-two-minus-header array. */
+#define SHEAF_CLASSES 7
+INTERNAL extern const unsigned int sheaf_caps[SHEAF_CLASSES];
+INTERNAL extern struct uslab_cache *sheaf_caches[SHEAF_CLASSES];
+INTERNAL extern struct uslab_cache *events_cache;
+INTERNAL unsigned int sheaf_capacity_for(unsigned int size, unsigned int requested);
+INTERNAL struct sheaf *sheaf_alloc(struct uslab_cache *c);
+INTERNAL void sheaf_free(struct uslab_cache *c, struct sheaf *sh);
+INTERNAL void sheaf_flush(struct uslab_cache *c, struct sheaf *sh);
+INTERNAL int sheaf_bootstrap(void);
+INTERNAL void pcs_drain(struct pcs *p);
+INTERNAL void sheaf_flush_self(struct uslab_cache *c);
+INTERNAL void pcs_bump(struct pcs *p, enum uslab_stat_item item, uint64_t n);
+
+/* ------------------------------------------------------------- barn.c */
+
+INTERNAL void barn_init(struct barn *b, unsigned int max_full, unsigned int max_empty);
+INTERNAL struct sheaf *barn_replace_empty(struct barn *b, struct sheaf **empty);
+INTERNAL struct sheaf *barn_replace_full(struct barn *b, struct sheaf *full, bool *taken);
+INTERNAL struct sheaf *barn_get_empty(struct barn *b);
+INTERNAL bool barn_put_empty(struct barn *b, struct sheaf *empty);
+INTERNAL bool barn_put_full(struct barn *b, struct sheaf *full);
+INTERNAL void barn_drain(struct uslab_cache *c);
+INTERNAL void barn_counts(struct barn *b, unsigned long *full, unsigned long *empty);
+
+/* ----------------------------------------------------------- thread.c */
+
+INTERNAL extern __thread struct pcs *tls_pcs __attribute__((tls_model("initial-exec")));
+INTERNAL struct pcs *thread_pcs(void);
+INTERNAL struct pcs *thread_pcs_if_started(void);
+INTERNAL void thread_note_id(int id);
+INTERNAL void thread_lock_self(void);
+INTERNAL void thread_unlock_self(void);
+INTERNAL void thread_drain_cache(struct uslab_cache *c);
+INTERNAL void thread_sum_events(const struct uslab_cache *c, uint64_t *ev);
+INTERNAL int thread_init(void);
+INTERNAL void thread_fork_prepare(void);
+INTERNAL void thread_fork_parent(void);
+INTERNAL void thread_fork_child(void);
+
+/* ------------------------------------------------------------ init.c */
+
+INTERNAL int uslab_init(void);
+
+/* ---------------------------------------------------------- options.c */
+
+struct uslab_options {
+	unsigned int min_objects;    /* USLAB_MIN_OBJECTS */
+	unsigned int min_order;	     /* USLAB_MIN_ORDER */
+	unsigned int max_order;	     /* USLAB_MAX_ORDER */
+	unsigned int min_partial;    /* USLAB_MIN_PARTIAL */
+	unsigned int sheaf_capacity; /* USLAB_SHEAF_CAPACITY */
+	unsigned int sheaf_bytes;    /* USLAB_SHEAF_BYTES */
+	unsigned int barn_max_full;  /* USLAB_BARN_MAX_FULL */
+	unsigned int barn_max_empty; /* USLAB_BARN_MAX_EMPTY */
+	unsigned int lookahead;	     /* USLAB_LOOKAHEAD */
+	unsigned int nr_cpus;
+};
+
+INTERNAL extern struct uslab_options uslab_opt;
+INTERNAL void options_init(void);
+
+/* ------------------------------------------------------------ debug.c */
+
+INTERNAL __attribute__((noreturn, format(printf, 3, 4))) void
+uslab_bug(const struct uslab_cache *c, const void *addr, const char *fmt, ...);
+INTERNAL __attribute__((format(printf, 1, 2))) void uslab_warn(const char *fmt, ...);
+
+#if defined(__SANITIZE_ADDRESS__)
+#define USLAB_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define USLAB_ASAN 1
+#endif
+#endif
+
+#ifdef USLAB_ASAN
+void __asan_poison_memory_region(void const volatile *addr, size_t size);
+void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
+#define asan_poison(p, n) __asan_poison_memory_region((p), (n))
+#define asan_unpoison(p, n) __asan_unpoison_memory_region((p), (n))
+#define NO_SANITIZE_ADDRESS __attribute__((no_sanitize_address))
+#else
+#define asan_poison(p, n) ((void)(p), (void)(n))
+#define asan_unpoison(p, n) ((void)(p), (void)(n))
+#define NO_SANITIZE_ADDRESS
+#endif
+
+/* ------------------------------------------------------------ stats.c */
+
+#ifndef USLAB_STATS
+#define USLAB_STATS 1
+#endif
+
+#endif /* USLAB_INTERNAL_H */

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: MIT
+/*
+ * options.c - runtime tunables, read once from the environment at start-up.
+ *
+ * Every tunable is one row of the table below: its variable, default and
+ * accepted range. doc/tuning.md gives the measurement behind each default.
+ * A value that does not parse or is out of range is reported on stderr and
+ * the default is kept.
+ */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+struct uslab_options uslab_opt;
+
+static const struct option_row {
+	const char *env;
+	unsigned int *var;
+	unsigned int def, min, max;
+	const char *what;
+} options[] = {
+	{ "USLAB_MIN_OBJECTS", &uslab_opt.min_objects, 0, 0, 65535,
+	  "objects per slab at least (0: 4 * (fls(nr_cpus) + 1), as SLUB)" },
+	{ "USLAB_MIN_ORDER", &uslab_opt.min_order, 0, 0, SLAB_MAX_ORDER, "smallest slab order" },
+	{ "USLAB_MAX_ORDER", &uslab_opt.max_order, 3, 0, SLAB_MAX_ORDER,
+	  "largest slab order chosen for the min_objects rule" },
+	{ "USLAB_MIN_PARTIAL", &uslab_opt.min_partial, 0, 0, 1000,
+	  "empty slabs kept per cache (0: 5..10 by size, as SLUB)" },
+	{ "USLAB_SHEAF_CAPACITY", &uslab_opt.sheaf_capacity, 0, 0, 254,
+	  "objects per sheaf for every cache (0: from USLAB_SHEAF_BYTES; 1: none)" },
+	{ "USLAB_SHEAF_BYTES", &uslab_opt.sheaf_bytes, 32768, 64, 1u << 24,
+	  "bytes of objects a default sheaf holds (capacity 2..126)" },
+	{ "USLAB_BARN_MAX_FULL", &uslab_opt.barn_max_full, 10, 0, 100000,
+	  "full sheaves a barn keeps" },
+	{ "USLAB_BARN_MAX_EMPTY", &uslab_opt.barn_max_empty, 10, 0, 100000,
+	  "empty sheaves a barn keeps" },
+	{ "USLAB_LOOKAHEAD", &uslab_opt.lookahead, 3, 0, 1024,
+	  "detached freelist look-ahead when flushing (seed: 3)" },
+};
+
+void options_init(void)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_CONF);
+
+	uslab_opt.nr_cpus = cpus > 0 ? (unsigned int)cpus : 1;
+	for (size_t i = 0; i < ARRAY_SIZE(options); i++) {
+		const struct option_row *o = &options[i];
+		const char *s = getenv(o->env);
+		char *end;
+		unsigned long v;
+
+		*o->var = o->def;
+		if (!s || !*s)
+			continue;
+		errno = 0;
+		v = strtoul(s, &end, 0);
+		if (errno || *end || v < o->min || v > o->max) {
+			uslab_warn("%s=%s ignored: want %u..%u (%s)", o->env, s, o->min, o->max,
+				   o->what);
+			continue;
+		}
+		*o->var = (unsigned int)v;
+	}
+}

@@ -1,0 +1,422 @@
+// SPDX-License-Identifier: MIT
+/*
+ * sheaf.c - per-thread sheaves: the fast path of uslab_cache_alloc() and
+ * uslab_cache_free(), and their slow paths (Linux 6.18 per-CPU sheaves,
+ * per thread here).
+ *
+ * A sheaf is an array of free object pointers. Every thread has, per
+ * cache, a main sheaf and a spare one (struct pcs, one cache line in the
+ * thread's table). The fast paths pop or push the main sheaf:
+ *
+ *   alloc: load the thread table, add cache->pcs_off, compare top with
+ *          bottom, decrement top, load the object:  ~9 instructions.
+ *   free:  the same with top against limit, store the object:  ~10.
+ *
+ * No lock, no atomic read-modify-write, one thread-local cache line plus
+ * the array slot. Everything else below is the slow path, entered once per
+ * sheaf of objects at most:
+ *
+ *   alloc slow: swap with a non-empty spare -> trade the empty main for a
+ *               full sheaf at the barn -> refill main from slabs.
+ *   free slow:  swap with an empty spare -> park the full main as spare
+ *               behind a new empty one -> trade it for an empty sheaf at the
+ *               barn -> flush main to slabs.
+ *
+ * Invariants: spare is NULL, empty or full, and only present with a main;
+ * main->size is stale while main is installed (top - bottom is the truth).
+ * The thread's own tstate lock is held in the slow paths, so destroy (which
+ * drains other threads' sheaves under that lock) and fork see whole states.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+const unsigned int sheaf_caps[SHEAF_CLASSES] = { 2, 6, 14, 30, 62, 126, 254 };
+struct uslab_cache *sheaf_caches[SHEAF_CLASSES];
+struct uslab_cache *events_cache;
+static struct uslab_cache sheaf_cache_store[SHEAF_CLASSES];
+static struct uslab_cache events_cache_store;
+
+int sheaf_bootstrap(void)
+{
+	char name[32];
+
+	for (int i = 0; i < SHEAF_CLASSES; i++) {
+		size_t size = sizeof(struct sheaf) + sheaf_caps[i] * sizeof(void *);
+
+		snprintf(name, sizeof(name), "uslab_sheaf-%zu", size);
+		if (cache_init_internal(&sheaf_cache_store[i], name, size))
+			return EINVAL;
+		sheaf_caches[i] = &sheaf_cache_store[i];
+	}
+	if (cache_init_internal(&events_cache_store, "uslab_events", sizeof(struct pcs_events)))
+		return EINVAL;
+	events_cache = &events_cache_store;
+	return 0;
+}
+
+/*
+ * sheaf_capacity_for - objects per sheaf for objects of @size bytes.
+ * @requested: uslab_cache_args.sheaf_capacity (0: choose, 1: no sheaves).
+ * Return: a capacity class, or 0 for a cache without sheaves.
+ */
+unsigned int sheaf_capacity_for(unsigned int size, unsigned int requested)
+{
+	unsigned int want = requested ? requested : uslab_opt.sheaf_capacity;
+
+	if (want == 1)
+		return 0;
+	if (!want) {
+		want = uslab_opt.sheaf_bytes / size;
+		if (want > 126)
+			want = 126;
+	}
+	for (int i = SHEAF_CLASSES - 1; i > 0; i--)
+		if (sheaf_caps[i] <= want)
+			return sheaf_caps[i];
+	return sheaf_caps[0];
+}
+
+static struct uslab_cache *sheaf_cache_of(unsigned int capacity)
+{
+	for (int i = 0; i < SHEAF_CLASSES; i++)
+		if (sheaf_caps[i] == capacity)
+			return sheaf_caches[i];
+	uslab_bug(NULL, NULL, "no sheaf class of capacity %u", capacity);
+}
+
+struct sheaf *sheaf_alloc(struct uslab_cache *c)
+{
+	struct sheaf *sh = cache_alloc_direct(sheaf_cache_of(c->sheaf_capacity));
+
+	if (sh) {
+		sh->next = NULL;
+		sh->size = 0;
+		sh->capacity = c->sheaf_capacity;
+	}
+	return sh;
+}
+
+void sheaf_free(struct uslab_cache *c, struct sheaf *sh)
+{
+	(void)c;
+	cache_free_direct(sheaf_cache_of(sh->capacity), sh);
+}
+
+/* Return every object of @sh to the slabs of @c. */
+void sheaf_flush(struct uslab_cache *c, struct sheaf *sh)
+{
+	cache_free_objects(c, sh->objs, sh->size, uslab_opt.lookahead);
+	sh->size = 0;
+}
+
+/* ------------------------------------------------------------- pcs */
+
+static inline struct pcs *pcs_of(const struct uslab_cache *c)
+{
+	return (struct pcs *)((char *)tls_pcs + c->pcs_off);
+}
+
+static void pcs_set_main(struct pcs *p, struct sheaf *sh)
+{
+	p->main = sh;
+	p->bottom = sh->objs;
+	p->top = sh->objs + sh->size;
+	p->limit = sh->objs + sh->capacity;
+}
+
+static struct sheaf *pcs_detach_main(struct pcs *p)
+{
+	struct sheaf *sh = p->main;
+
+	if (sh)
+		sh->size = (uint32_t)(p->top - p->bottom);
+	p->main = NULL;
+	p->top = p->bottom = p->limit = NULL;
+	return sh;
+}
+
+static void pcs_swap(struct pcs *p)
+{
+	struct sheaf *old = pcs_detach_main(p);
+
+	pcs_set_main(p, p->spare);
+	p->spare = old;
+}
+
+void pcs_bump(struct pcs *p, enum uslab_stat_item item, uint64_t n)
+{
+#if USLAB_STATS
+	struct pcs_events *e = __atomic_load_n(&p->events, __ATOMIC_RELAXED);
+
+	if (unlikely(!e)) {
+		e = cache_alloc_direct(events_cache);
+		if (!e)
+			return;
+		memset(e, 0, sizeof(*e));
+		__atomic_store_n(&p->events, e, __ATOMIC_RELEASE);
+	}
+	WRITE_ONCE(e->ev[item], READ_ONCE(e->ev[item]) + n);
+#else
+	(void)p, (void)item, (void)n;
+#endif
+}
+
+/* The calling thread's pcs for @c, creating the thread state if needed. */
+static struct pcs *pcs_self(const struct uslab_cache *c)
+{
+	struct pcs *t = thread_pcs();
+
+	return t ? (struct pcs *)((char *)t + c->pcs_off) : NULL;
+}
+
+static void pcs_attach(struct uslab_cache *c, struct pcs *p)
+{
+	if (unlikely(p->cache != c)) {
+		p->cache = c;
+		thread_note_id(c->id);
+	}
+}
+
+/* An empty sheaf for @c: from the barn, else a new one. NULL if no memory. */
+static struct sheaf *pcs_get_empty(struct uslab_cache *c, struct pcs *p)
+{
+	struct sheaf *sh = barn_get_empty(&c->barn);
+
+	if (!sh) {
+		sh = sheaf_alloc(c);
+		if (sh)
+			pcs_bump(p, USLAB_STAT_SHEAF_ALLOC, 1);
+	}
+	return sh;
+}
+
+/* Main is empty. Under the thread's lock. */
+static void *pcs_alloc_slow(struct uslab_cache *c, struct pcs *p)
+{
+	struct sheaf *full, *empty;
+	unsigned int n;
+
+	pcs_attach(c, p);
+	pcs_bump(p, USLAB_STAT_ALLOC_SLOWPATH, 1);
+	if (p->spare && p->spare->size) {
+		pcs_swap(p);
+		pcs_bump(p, USLAB_STAT_SHEAF_SWAP, 1);
+		return *--p->top;
+	}
+
+	empty = pcs_detach_main(p);
+	full = barn_replace_empty(&c->barn, &empty);
+	if (full) {
+		pcs_bump(p, USLAB_STAT_BARN_GET, 1);
+		if (empty)
+			sheaf_free(c, empty);
+		pcs_set_main(p, full);
+		return *--p->top;
+	}
+	pcs_bump(p, USLAB_STAT_BARN_GET_FAIL, 1);
+
+	if (!empty) {
+		empty = sheaf_alloc(c);
+		if (!empty) {
+			/* No sheaf: serve this one object straight from a slab. */
+			if (p->spare) {
+				pcs_set_main(p, p->spare);
+				p->spare = NULL;
+			}
+			return cache_alloc_direct(c);
+		}
+		pcs_bump(p, USLAB_STAT_SHEAF_ALLOC, 1);
+	}
+	n = cache_refill(c, empty->objs, empty->capacity);
+	pcs_bump(p, USLAB_STAT_SHEAF_REFILL, 1);
+	empty->size = n;
+	pcs_set_main(p, empty);
+	if (!n)
+		return NULL;
+	return *--p->top;
+}
+
+/* Main is full (or absent). Under the thread's lock. */
+static void pcs_free_slow(struct uslab_cache *c, struct pcs *p, void *obj)
+{
+	struct sheaf *sh, *full;
+	bool taken;
+
+	pcs_attach(c, p);
+	pcs_bump(p, USLAB_STAT_FREE_SLOWPATH, 1);
+	if (!p->main) {
+		sh = pcs_get_empty(c, p);
+		if (!sh) {
+			cache_free_objects(c, &obj, 1, 0);
+			return;
+		}
+		pcs_set_main(p, sh);
+		goto push;
+	}
+	if (p->spare && !p->spare->size) {
+		pcs_swap(p);
+		pcs_bump(p, USLAB_STAT_SHEAF_SWAP, 1);
+		goto push;
+	}
+	if (!p->spare) {
+		sh = pcs_get_empty(c, p);
+		if (sh) {
+			p->spare = pcs_detach_main(p);
+			pcs_set_main(p, sh);
+			goto push;
+		}
+	} else {
+		/* Main and spare are full: trade main at the barn. */
+		full = pcs_detach_main(p);
+		sh = barn_replace_full(&c->barn, full, &taken);
+		if (taken) {
+			pcs_bump(p, USLAB_STAT_BARN_PUT, 1);
+			if (!sh)
+				sh = sheaf_alloc(c);
+			if (!sh) {
+				/* The barn kept main; flush the spare into a main. */
+				sh = p->spare;
+				p->spare = NULL;
+				sheaf_flush(c, sh);
+				pcs_bump(p, USLAB_STAT_SHEAF_FLUSH, 1);
+			}
+			pcs_set_main(p, sh);
+			goto push;
+		}
+		pcs_bump(p, USLAB_STAT_BARN_PUT_FAIL, 1);
+		pcs_set_main(p, full);
+	}
+	/* Nowhere to park a full sheaf: return main's objects to slabs. */
+	sh = pcs_detach_main(p);
+	sheaf_flush(c, sh);
+	pcs_bump(p, USLAB_STAT_SHEAF_FLUSH, 1);
+	pcs_set_main(p, sh);
+push:
+	*p->top++ = obj;
+}
+
+static __attribute__((noinline)) void *alloc_slow(struct uslab_cache *c)
+{
+	struct pcs *p;
+	void *obj;
+
+	if (!c->sheaf_capacity || !(p = pcs_self(c)))
+		return cache_alloc_direct(c);
+	thread_lock_self();
+	obj = pcs_alloc_slow(c, p);
+	thread_unlock_self();
+	if (obj)
+		asan_unpoison(obj, c->object_size);
+	return obj;
+}
+
+static __attribute__((noinline)) void free_slow(struct uslab_cache *c, void *obj)
+{
+	struct pcs *p;
+
+	asan_poison(obj, c->size);
+	if (!c->sheaf_capacity || !(p = pcs_self(c))) {
+		cache_free_objects(c, &obj, 1, 0);
+		return;
+	}
+	thread_lock_self();
+	pcs_free_slow(c, p, obj);
+	thread_unlock_self();
+}
+
+/*
+ * pcs_drain - return everything @p holds: full sheaves to the barn while it
+ * has room, other objects to slabs, sheaves to the barn or freed; fold the
+ * thread's event counters into the cache. Called with the lock of the
+ * thread owning @p held (by that thread, or by destroy or fork).
+ */
+void pcs_drain(struct pcs *p)
+{
+	struct uslab_cache *c = p->cache;
+	struct pcs_events *e;
+	struct sheaf *sh[2];
+
+	if (!c)
+		return;
+	sh[0] = pcs_detach_main(p);
+	sh[1] = p->spare;
+	p->spare = NULL;
+	for (int i = 0; i < 2; i++) {
+		if (!sh[i])
+			continue;
+		if (sh[i]->size == sh[i]->capacity && barn_put_full(&c->barn, sh[i]))
+			continue;
+		if (sh[i]->size)
+			sheaf_flush(c, sh[i]);
+		if (!barn_put_empty(&c->barn, sh[i]))
+			sheaf_free(c, sh[i]);
+	}
+	e = p->events;
+	if (e) {
+		ulock_lock(&c->node.lock);
+		for (int i = 0; i < USLAB_STAT_NR_ITEMS; i++)
+			c->node.ev[i] += e->ev[i];
+		ulock_unlock(&c->node.lock);
+		__atomic_store_n(&p->events, NULL, __ATOMIC_RELAXED);
+		cache_free_direct(events_cache, e);
+	}
+	p->cache = NULL;
+}
+
+/* Drain the calling thread's sheaves of @c. */
+void sheaf_flush_self(struct uslab_cache *c)
+{
+	struct pcs *t = thread_pcs_if_started();
+
+	if (!t)
+		return;
+	thread_lock_self();
+	pcs_drain((struct pcs *)((char *)t + c->pcs_off));
+	thread_unlock_self();
+}
+
+/* ------------------------------------------------------- fast path */
+
+/*
+ * Budget: ~9 instructions, one branch, no lock, no atomic RMW. The branch
+ * is taken once per sheaf (capacity objects) at most.
+ */
+void *uslab_cache_alloc(struct uslab_cache *c)
+{
+	struct pcs *p = pcs_of(c);
+	void **top = p->top;
+
+	if (unlikely(top == p->bottom))
+		return alloc_slow(c);
+	p->top = --top;
+	asan_unpoison(*top, c->object_size);
+	return *top;
+}
+
+/* Budget: ~10 instructions, two branches (NULL, full), no lock, no atomic. */
+void uslab_cache_free(struct uslab_cache *c, void *obj)
+{
+	struct pcs *p = pcs_of(c);
+	void **top = p->top;
+
+	if (unlikely(!obj))
+		return;
+	if (unlikely(top == p->limit)) {
+		free_slow(c, obj);
+		return;
+	}
+	asan_poison(obj, c->size);
+	*top = obj;
+	p->top = top + 1;
+}
+
+void *uslab_cache_zalloc(struct uslab_cache *c)
+{
+	void *obj = uslab_cache_alloc(c);
+
+	if (obj)
+		memset(obj, 0, c->object_size);
+	return obj;
+}

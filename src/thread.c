@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: MIT
+/*
+ * thread.c - per-thread state: the table of sheaves (one struct pcs per
+ * cache id), thread exit, and draining other threads' sheaves for destroy
+ * and fork.
+ *
+ * A thread that has never entered a slow path points tls_pcs at a table of
+ * zeros shared by all such threads, so both fast paths take their slow
+ * path, which starts the thread (thread_pcs). Entry 0 of every table stays
+ * zero for ever: caches without sheaves use it.
+ *
+ * States are mmap'ed once (about 256 KiB of address space each, of which a
+ * thread touches one cache line per cache it uses) and recycled through a
+ * pool when threads exit, so thread churn costs no system call.
+ *
+ * Locks: threads_lock (2nd in the lock order) protects the list of live
+ * states and the pool; tstate->lock (3rd) protects a state's table as a
+ * whole. The owner takes its own lock in slow paths only; the fast path
+ * does not (other threads touch a table only to drain a cache that the
+ * program promised not to use concurrently, or after fork).
+ */
+#include <pthread.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define PCS_ENTRIES (USLAB_MAX_CACHES + 1)
+
+struct tstate {
+	struct ulock lock;
+	unsigned int max_id;	    /* highest cache id used */
+	struct tstate *next, *prev; /* live list, or pool (next only) */
+	struct pcs table[PCS_ENTRIES] __cacheline_aligned;
+};
+
+static struct pcs dummy_table[PCS_ENTRIES] __cacheline_aligned;
+__thread struct pcs *tls_pcs __attribute__((tls_model("initial-exec"))) = dummy_table;
+static __thread struct tstate *tls_state __attribute__((tls_model("initial-exec")));
+
+static struct ulock threads_lock = ULOCK_INIT;
+static struct tstate *threads; /* live states */
+static struct tstate *pool;    /* states of exited threads */
+static pthread_key_t exit_key;
+
+static void threads_add(struct tstate *st)
+{
+	st->prev = NULL;
+	st->next = threads;
+	if (threads)
+		threads->prev = st;
+	threads = st;
+}
+
+static void threads_del(struct tstate *st)
+{
+	if (st->prev)
+		st->prev->next = st->next;
+	else
+		threads = st->next;
+	if (st->next)
+		st->next->prev = st->prev;
+}
+
+/* Drain every cache of @st. Called with st->lock held. */
+static void tstate_drain(struct tstate *st)
+{
+	for (unsigned int id = 1; id <= st->max_id; id++)
+		pcs_drain(&st->table[id]);
+	st->max_id = 0;
+}
+
+static void thread_exit(void *arg)
+{
+	struct tstate *st = arg;
+
+	ulock_lock(&st->lock);
+	tstate_drain(st);
+	ulock_unlock(&st->lock);
+
+	tls_pcs = dummy_table;
+	tls_state = NULL;
+	ulock_lock(&threads_lock);
+	threads_del(st);
+	st->next = pool;
+	pool = st;
+	ulock_unlock(&threads_lock);
+}
+
+static struct pcs *thread_start(void)
+{
+	struct tstate *st;
+
+	if (uslab_init())
+		return NULL;
+	ulock_lock(&threads_lock);
+	st = pool;
+	if (st)
+		pool = st->next;
+	ulock_unlock(&threads_lock);
+	if (!st) {
+		st = os_mmap(sizeof(*st));
+		if (!st)
+			return NULL;
+	}
+	ulock_init(&st->lock);
+	st->max_id = 0;
+	if (pthread_setspecific(exit_key, st)) {
+		ulock_lock(&threads_lock);
+		st->next = pool;
+		pool = st;
+		ulock_unlock(&threads_lock);
+		return NULL;
+	}
+	ulock_lock(&threads_lock);
+	threads_add(st);
+	ulock_unlock(&threads_lock);
+	tls_state = st;
+	tls_pcs = st->table;
+	return st->table;
+}
+
+/* The calling thread's table, started if needed; NULL if it cannot be. */
+struct pcs *thread_pcs(void)
+{
+	return tls_state ? tls_state->table : thread_start();
+}
+
+/* The calling thread's table if it has one, else NULL. */
+struct pcs *thread_pcs_if_started(void)
+{
+	return tls_state ? tls_state->table : NULL;
+}
+
+void thread_note_id(int id)
+{
+	if ((unsigned int)id > tls_state->max_id)
+		tls_state->max_id = (unsigned int)id;
+}
+
+void thread_lock_self(void)
+{
+	ulock_lock(&tls_state->lock);
+}
+
+void thread_unlock_self(void)
+{
+	ulock_unlock(&tls_state->lock);
+}
+
+/* Drain cache @c from every thread (destroy). Under caches_lock. */
+void thread_drain_cache(struct uslab_cache *c)
+{
+	ulock_lock(&threads_lock);
+	for (struct tstate *st = threads; st; st = st->next) {
+		ulock_lock(&st->lock);
+		if (st->table[c->id].cache == c)
+			pcs_drain(&st->table[c->id]);
+		ulock_unlock(&st->lock);
+	}
+	ulock_unlock(&threads_lock);
+}
+
+/* Add the live threads' event counters of @c to @ev. */
+void thread_sum_events(const struct uslab_cache *c, uint64_t *ev)
+{
+	if (c->id <= 0)
+		return;
+	ulock_lock(&threads_lock);
+	for (struct tstate *st = threads; st; st = st->next) {
+		struct pcs *p = &st->table[c->id];
+		struct pcs_events *e;
+
+		ulock_lock(&st->lock);
+		e = __atomic_load_n(&p->events, __ATOMIC_ACQUIRE);
+		if (p->cache == c && e)
+			for (int i = 0; i < USLAB_STAT_NR_ITEMS; i++)
+				ev[i] += READ_ONCE(e->ev[i]);
+		ulock_unlock(&st->lock);
+	}
+	ulock_unlock(&threads_lock);
+}
+
+void uslab_thread_flush(void)
+{
+	struct tstate *st = tls_state;
+
+	if (!st)
+		return;
+	ulock_lock(&st->lock);
+	tstate_drain(st);
+	ulock_unlock(&st->lock);
+}
+
+int thread_init(void)
+{
+	return pthread_key_create(&exit_key, thread_exit);
+}
+
+void thread_fork_prepare(void)
+{
+	ulock_lock(&threads_lock);
+	for (struct tstate *st = threads; st; st = st->next)
+		ulock_lock(&st->lock);
+}
+
+void thread_fork_parent(void)
+{
+	for (struct tstate *st = threads; st; st = st->next)
+		ulock_unlock(&st->lock);
+	ulock_unlock(&threads_lock);
+}
+
+/*
+ * In the child only the forking thread exists: the objects other threads
+ * cached go back to their caches and their states to the pool.
+ * Runs after os_fork_child() and cache_fork_child().
+ */
+void thread_fork_child(void)
+{
+	struct tstate *st, *next;
+
+	ulock_init(&threads_lock);
+	for (st = threads; st; st = st->next)
+		ulock_init(&st->lock);
+	for (st = threads; st; st = next) {
+		next = st->next;
+		if (st == tls_state)
+			continue;
+		tstate_drain(st);
+		threads_del(st);
+		st->next = pool;
+		pool = st;
+	}
+}

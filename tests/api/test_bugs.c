@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_bugs.c - tier-1 hardening: misuse that would corrupt memory is
+ * caught when the objects reach their slab and reported in one line,
+ * "uslab: BUG <cache>: <what> at <address>", before abort().
+ */
+#include <uslab.h>
+
+#include "../test.h"
+
+static struct uslab_cache *cache, *other;
+
+/*
+ * Sheaves only hold pointers: a double free is found when the objects go
+ * back to their slab (shrink sends this thread's sheaves and the barn's
+ * there), by the naive head check or by the slab's in-use count.
+ */
+static void double_free(void *arg)
+{
+	void *p = uslab_cache_alloc(cache);
+
+	(void)arg;
+	uslab_cache_free(cache, p);
+	uslab_cache_free(cache, p);
+	uslab_cache_shrink(cache);
+}
+
+/* The same object freed twice, far apart: found by the slab's count. */
+static void double_free_far(void *arg)
+{
+	void *p[64], *q;
+
+	(void)arg;
+	for (int i = 0; i < 64; i++)
+		p[i] = uslab_cache_alloc(cache);
+	q = p[10];
+	for (int i = 0; i < 64; i++)
+		uslab_cache_free(cache, p[i]);
+	for (int round = 0; round < 10; round++) {
+		for (int i = 0; i < 64; i++)
+			p[i] = uslab_cache_alloc(cache);
+		for (int i = 63; i >= 0; i--)
+			uslab_cache_free(cache, p[i]);
+	}
+	uslab_cache_free(cache, q);
+	uslab_cache_shrink(cache);
+}
+
+static void wrong_cache(void *arg)
+{
+	(void)arg;
+	uslab_cache_free(other, uslab_cache_alloc(cache));
+	uslab_cache_shrink(other);
+}
+
+static void foreign_pointer(void *arg)
+{
+	static char not_ours[64] __attribute__((aligned(64)));
+
+	(void)arg;
+	uslab_cache_free(cache, not_ours);
+	uslab_cache_shrink(cache);
+}
+
+static void interior_pointer(void *arg)
+{
+	char *p = uslab_cache_alloc(cache);
+
+	(void)arg;
+	uslab_cache_free(cache, p + 8);
+	uslab_cache_shrink(cache);
+}
+
+static void test_reports(void)
+{
+	cache = uslab_cache_create("victim", 96, NULL, 0);
+	other = uslab_cache_create("bystander", 96, NULL, 0);
+	CHECK(expect_death(double_free, NULL, "uslab: BUG victim: double free"), "double free");
+	CHECK(expect_death(double_free_far, NULL, "uslab: BUG victim: double free"),
+	      "double free of an object freed long before");
+	CHECK(expect_death(
+		      wrong_cache, NULL,
+		      "uslab: BUG bystander: object of cache victim freed to this cache at 0x"),
+	      "free to the wrong cache");
+	CHECK(expect_death(foreign_pointer, NULL,
+			   "uslab: BUG victim: free of a pointer uslab did not hand out at 0x"),
+	      "foreign pointer");
+	CHECK(expect_death(interior_pointer, NULL,
+			   "uslab: BUG victim: free of a pointer inside an object at 0x"),
+	      "interior pointer");
+	uslab_cache_destroy(cache);
+	uslab_cache_destroy(other);
+}
+
+int main(void)
+{
+	RUN(test_reports);
+	return 0;
+}

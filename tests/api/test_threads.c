@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_threads.c - the cache contract across threads: frees on another
+ * thread, sheaves returned at thread exit and by uslab_thread_flush(),
+ * destroy reclaiming other threads' cached objects, cache ids reused
+ * safely, and fork.
+ */
+#include <pthread.h>
+#include <stdbool.h>
+#include <uslab.h>
+
+#include "../test.h"
+
+enum { N = 20000 };
+
+static struct uslab_cache *cache;
+static void *objs[N];
+
+static void *alloc_all(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < N; i++) {
+		uint64_t *o = uslab_cache_alloc(cache);
+
+		o[0] = (uint64_t)i;
+		o[1] = ~(uint64_t)i;
+		objs[i] = o;
+	}
+	return NULL;
+}
+
+static void *free_all(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < N; i++) {
+		uint64_t *o = objs[i];
+
+		if (o[0] != (uint64_t)i || o[1] != ~(uint64_t)i)
+			return (void *)1;
+		uslab_cache_free(cache, o);
+	}
+	return NULL;
+}
+
+static void run_thread(void *(*fn)(void *), void **ret)
+{
+	pthread_t t;
+
+	pthread_create(&t, NULL, fn, NULL);
+	pthread_join(t, ret);
+}
+
+/* Allocated on one thread, freed on another; both threads exit. */
+static void test_cross_thread_free(void)
+{
+	struct uslab_cache_stats st;
+	void *ret;
+
+	cache = uslab_cache_create("xthread", 48, NULL, 0);
+	run_thread(alloc_all, &ret);
+	uslab_cache_stats(cache, &st);
+	CHECK(st.active_objs >= N, "objects active after the allocator exited");
+	run_thread(free_all, &ret);
+	CHECK(ret == NULL, "contents intact on the freeing thread");
+	uslab_cache_stats(cache, &st);
+	/* Both threads are gone: only barn sheaves may still hold objects. */
+	CHECK(st.active_objs == st.barn_full * st.sheaf_capacity,
+	      "exited threads returned their sheaves: active %lu barn %lu x %u", st.active_objs,
+	      st.barn_full, st.sheaf_capacity);
+	CHECK(st.events[USLAB_STAT_BARN_PUT] + st.events[USLAB_STAT_SHEAF_FLUSH] > 0,
+	      "frees left the thread in batches");
+	uslab_cache_shrink(cache);
+	uslab_cache_stats(cache, &st);
+	CHECK(st.active_objs == 0 && st.num_slabs == 0, "shrink: active %lu slabs %lu",
+	      st.active_objs, st.num_slabs);
+	CHECK(uslab_cache_destroy(cache) == 0, "destroy");
+}
+
+/* uslab_thread_flush() returns a live thread's cached objects. */
+static void test_thread_flush(void)
+{
+	struct uslab_cache_stats st;
+	void *p[300];
+
+	cache = uslab_cache_create("flush", 100, NULL, 0);
+	for (int i = 0; i < 300; i++)
+		p[i] = uslab_cache_alloc(cache);
+	for (int i = 0; i < 300; i++)
+		uslab_cache_free(cache, p[i]);
+	uslab_cache_stats(cache, &st);
+	CHECK(st.active_objs > 0, "frees sit in this thread's sheaves");
+	uslab_thread_flush();
+	uslab_cache_stats(cache, &st);
+	CHECK(st.active_objs == st.barn_full * st.sheaf_capacity,
+	      "after flush only full sheaves in the barn: %lu", st.active_objs);
+	uslab_thread_flush(); /* twice is harmless */
+	CHECK(uslab_cache_destroy(cache) == 0, "destroy");
+}
+
+static pthread_barrier_t barrier;
+
+/* Cache objects in this thread's sheaves, then stay alive for a while. */
+static void *hold_sheaves(void *arg)
+{
+	void *p[50];
+
+	(void)arg;
+	for (int i = 0; i < 50; i++)
+		p[i] = uslab_cache_alloc(cache);
+	for (int i = 0; i < 50; i++)
+		uslab_cache_free(cache, p[i]);
+	pthread_barrier_wait(&barrier); /* sheaves are full of objects */
+	pthread_barrier_wait(&barrier); /* main thread destroyed the cache */
+	/* A new cache may reuse the id: this thread must see its objects. */
+	void *o = uslab_cache_alloc(cache);
+	bool ok = uslab_cache_of(o) == cache;
+
+	uslab_cache_free(cache, o);
+	pthread_barrier_wait(&barrier);
+	return ok ? NULL : (void *)1;
+}
+
+static void test_destroy_reclaims(void)
+{
+	struct uslab_cache *old;
+	pthread_t t;
+	void *ret;
+
+	pthread_barrier_init(&barrier, NULL, 2);
+	cache = uslab_cache_create("reclaim", 64, NULL, 0);
+	pthread_create(&t, NULL, hold_sheaves, NULL);
+	pthread_barrier_wait(&barrier);
+	old = cache;
+	CHECK(uslab_cache_destroy(old) == 0,
+	      "objects in another live thread's sheaves do not block destroy");
+	cache = uslab_cache_create("reused", 64, NULL, 0);
+	CHECK(cache, "create after destroy");
+	pthread_barrier_wait(&barrier);
+	pthread_barrier_wait(&barrier);
+	pthread_join(t, &ret);
+	CHECK(ret == NULL, "the other thread got objects of the new cache");
+	uslab_cache_shrink(cache);
+	CHECK(uslab_cache_destroy(cache) == 0, "destroy the new cache");
+	pthread_barrier_destroy(&barrier);
+}
+
+/* Many short-lived threads: every one returns its sheaves at exit. */
+static void *churn(void *arg)
+{
+	uint64_t seed = (uintptr_t)arg * 0x9e3779b97f4a7c15ull + 1;
+	void *p[200];
+
+	for (int r = 0; r < 20; r++) {
+		int n = (int)(rnd_next(&seed) % 200);
+
+		for (int i = 0; i < n; i++)
+			p[i] = uslab_cache_alloc(cache);
+		for (int i = 0; i < n; i++)
+			uslab_cache_free(cache, p[i]);
+	}
+	return NULL;
+}
+
+static void test_thread_churn(void)
+{
+	struct uslab_cache_stats st;
+
+	cache = uslab_cache_create("churn", 80, NULL, 0);
+	for (int round = 0; round < 20; round++) {
+		pthread_t t[4];
+
+		for (int i = 0; i < 4; i++)
+			pthread_create(&t[i], NULL, churn, (void *)(uintptr_t)(round * 4 + i));
+		for (int i = 0; i < 4; i++)
+			pthread_join(t[i], NULL);
+	}
+	uslab_cache_stats(cache, &st);
+	CHECK(st.active_objs == st.barn_full * st.sheaf_capacity,
+	      "80 exited threads left nothing behind but barn sheaves: %lu", st.active_objs);
+	CHECK(uslab_cache_destroy(cache) == 0, "destroy");
+}
+
+static void *fill_and_wait(void *arg)
+{
+	void *p[100];
+
+	(void)arg;
+	for (int i = 0; i < 100; i++)
+		p[i] = uslab_cache_alloc(cache);
+	for (int i = 0; i < 100; i++)
+		uslab_cache_free(cache, p[i]);
+	pthread_barrier_wait(&barrier);
+	pthread_barrier_wait(&barrier);
+	return NULL;
+}
+
+static void fork_child(void *arg)
+{
+	struct uslab_cache_stats st;
+	void *p[1000];
+
+	(void)arg;
+	/* The thread that cached objects does not exist here. */
+	for (int i = 0; i < 1000; i++) {
+		p[i] = uslab_cache_alloc(cache);
+		memset(p[i], 0x11, 72);
+	}
+	for (int i = 0; i < 1000; i++)
+		uslab_cache_free(cache, p[i]);
+	uslab_thread_flush();
+	uslab_cache_shrink(cache);
+	uslab_cache_stats(cache, &st);
+	if (st.active_objs != 0 || st.num_slabs != 0) {
+		fprintf(stderr, "child: active %lu slabs %lu\n", st.active_objs, st.num_slabs);
+		_exit(1);
+	}
+	_exit(uslab_cache_destroy(cache) == 0 ? 0 : 2);
+}
+
+static void test_fork(void)
+{
+	char err[4096];
+	pthread_t t;
+	int status;
+
+	pthread_barrier_init(&barrier, NULL, 2);
+	cache = uslab_cache_create("fork", 72, NULL, 0);
+	pthread_create(&t, NULL, fill_and_wait, NULL);
+	pthread_barrier_wait(&barrier);
+	status = run_child(fork_child, NULL, err, sizeof(err));
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "child after fork reclaimed the other thread's sheaves: %#x %s", status, err);
+	pthread_barrier_wait(&barrier);
+	pthread_join(t, NULL);
+	uslab_cache_shrink(cache);
+	CHECK(uslab_cache_destroy(cache) == 0, "parent unaffected");
+	pthread_barrier_destroy(&barrier);
+}
+
+int main(void)
+{
+	RUN(test_cross_thread_free);
+	RUN(test_thread_flush);
+	RUN(test_destroy_reclaims);
+	RUN(test_thread_churn);
+	RUN(test_fork);
+	return 0;
+}

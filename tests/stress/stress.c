@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: MIT
+/*
+ * stress.c - multi-threaded, content-checking stress test in the style of
+ * mimalloc's test-stress.
+ *
+ *	stress [THREADS [SCALE [ITER]]]	(defaults 4 50 10)
+ *
+ * Every round starts THREADS threads; each allocates objects from several
+ * caches of different sizes, stamps every word, and swaps objects with the
+ * other threads through a shared slot array with an atomic exchange; a
+ * thread frees only objects another thread allocated (checked: over 90% of
+ * frees), and leaves what it holds at the end to the next round's thread.
+ * Objects are verified word by word before every free. The threads exit at
+ * the end of each round (their sheaves go back at exit) and new ones start
+ * the next round; the caches live across rounds. Seeds are deterministic:
+ * round * THREADS + thread.
+ *
+ * At the end every object is accounted for: after the slot array is freed,
+ * uslab_thread_flush() and uslab_cache_shrink(), active_objs and num_slabs
+ * are 0 for every cache, every cache destroys cleanly, and (outside
+ * sanitizers) the resident memory is back near where it started.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <uslab.h>
+
+#include "../test.h"
+
+static const size_t sizes[] = { 8, 24, 64, 200, 512, 1500, 4096, 40000 };
+#define NCACHES (sizeof(sizes) / sizeof(sizes[0]))
+
+static struct uslab_cache *caches[NCACHES];
+static unsigned int threads = 4, scale = 50, iter = 10;
+static _Atomic(uint64_t *) *transfer;
+static size_t ntransfer;
+static _Atomic unsigned long allocs, frees, cross_frees;
+
+/* Word 0 names the cache and the size; every word depends on the address. */
+static uint64_t word(const void *obj, size_t i)
+{
+	return ((uintptr_t)obj ^ 0x5bd1e995u) * 0x9e3779b97f4a7c15ull + i;
+}
+
+static uint64_t *obj_alloc(uint64_t *seed, uintptr_t tid)
+{
+	uint64_t r = rnd_next(seed) % 1000;
+	/* Mostly small objects, sometimes big ones (as mimalloc's test). */
+	size_t k = r < 900 ? r % 4 : r < 990 ? 4 + r % 3 : 7;
+	uint64_t *o = uslab_cache_alloc(caches[k]);
+	size_t words = sizes[k] / 8;
+
+	if (!o) {
+		fprintf(stderr, "FAIL: alloc from cache %zu: errno %d\n", k, errno);
+		exit(1);
+	}
+	o[0] = k | (uint64_t)tid << 8;
+	for (size_t i = 1; i < words; i++)
+		o[i] = word(o, i);
+	allocs++;
+	return o;
+}
+
+static void obj_free(uint64_t *o, uintptr_t tid)
+{
+	size_t k, words;
+
+	if (!o)
+		return;
+	k = o[0] & 0xff;
+	frees++;
+	if (o[0] >> 8 != tid)
+		cross_frees++;
+	if (k >= NCACHES) {
+		fprintf(stderr, "FAIL: object %p: header %#llx\n", (void *)o,
+			(unsigned long long)k);
+		exit(1);
+	}
+	words = sizes[k] / 8;
+	for (size_t i = 1; i < words; i++) {
+		if (o[i] != word(o, i)) {
+			fprintf(stderr, "FAIL: object %p of %zu bytes: word %zu is %#llx\n",
+				(void *)o, sizes[k], i, (unsigned long long)o[i]);
+			exit(1);
+		}
+	}
+	memset(o, 0xdd, sizes[k]); /* a later reader of a stale copy fails */
+	uslab_cache_free(caches[k], o);
+}
+
+static pthread_barrier_t start;
+static uint64_t ***carry; /* per worker slot: objects left for the next round */
+static size_t *carry_n;
+
+static bool own(const uint64_t *o, uintptr_t tid)
+{
+	return o[0] >> 8 == tid;
+}
+
+/*
+ * One thread of one round. It frees only objects another thread allocated:
+ * its own go to the shared slots in exchange for whatever is there. What it
+ * holds at the end is left to the thread of the next round in its position,
+ * so objects also outlive the thread that allocated them.
+ */
+static void *worker(void *arg)
+{
+	uintptr_t tid = (uintptr_t)arg, me = tid % threads;
+	uint64_t seed = tid * 0x9e3779b97f4a7c15ull + 0x1234567;
+	size_t cap = 16 * scale + 16, n = carry_n[me];
+	uint64_t **retained = carry[me];
+
+	pthread_barrier_wait(&start);
+	for (unsigned long step = 0; step < 2000ul * scale; step++) {
+		uint64_t r = rnd_next(&seed) % 100;
+		size_t i = n ? rnd_next(&seed) % n : 0;
+		size_t slot = rnd_next(&seed) % ntransfer;
+
+		if (r < 50 && n < cap) {
+			retained[n++] = obj_alloc(&seed, tid);
+		} else if (n == 0) {
+			continue;
+		} else if (r < 85 && !own(retained[i], tid)) {
+			obj_free(retained[i], tid);
+			retained[i] = retained[--n];
+		} else {
+			/* Trade for what another thread left (maybe nothing). */
+			uint64_t *theirs = atomic_exchange(&transfer[slot], retained[i]);
+
+			if (theirs)
+				retained[i] = theirs;
+			else
+				retained[i] = retained[--n];
+		}
+	}
+	carry_n[me] = n;
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	struct uslab_cache_stats st;
+	long rss0, rss1;
+
+	if (argc > 1)
+		threads = (unsigned int)atoi(argv[1]);
+	if (argc > 2)
+		scale = (unsigned int)atoi(argv[2]);
+	if (argc > 3)
+		iter = (unsigned int)atoi(argv[3]);
+	if (!threads || !scale || !iter) {
+		fprintf(stderr, "usage: %s [THREADS [SCALE [ITER]]]\n", argv[0]);
+		return 2;
+	}
+	ntransfer = 10 * scale;
+	transfer = calloc(ntransfer, sizeof(*transfer));
+	carry = calloc(threads, sizeof(*carry));
+	carry_n = calloc(threads, sizeof(*carry_n));
+	for (unsigned int i = 0; i < threads; i++)
+		carry[i] = calloc(16 * scale + 16, sizeof(**carry));
+	rss0 = rss_bytes();
+	for (size_t k = 0; k < NCACHES; k++) {
+		caches[k] = uslab_cache_create("stress", sizes[k], NULL, 0);
+		CHECK(caches[k], "create cache of %zu bytes", sizes[k]);
+	}
+
+	pthread_barrier_init(&start, NULL, threads);
+	for (unsigned int round = 0; round < iter; round++) {
+		pthread_t *t = calloc(threads, sizeof(*t));
+
+		for (unsigned int i = 0; i < threads; i++)
+			pthread_create(&t[i], NULL, worker,
+				       (void *)(uintptr_t)(round * threads + i));
+		for (unsigned int i = 0; i < threads; i++)
+			pthread_join(t[i], NULL);
+		free(t);
+	}
+
+	for (size_t i = 0; i < ntransfer; i++)
+		obj_free(atomic_exchange(&transfer[i], NULL), UINTPTR_MAX >> 8);
+	for (unsigned int i = 0; i < threads; i++) {
+		for (size_t j = 0; j < carry_n[i]; j++)
+			obj_free(carry[i][j], UINTPTR_MAX >> 8);
+		free(carry[i]);
+	}
+	uslab_thread_flush();
+	for (size_t k = 0; k < NCACHES; k++) {
+		CHECK(uslab_cache_shrink(caches[k]) == 0, "shrink");
+		CHECK(uslab_cache_stats(caches[k], &st) == 0, "stats");
+		CHECK(st.active_objs == 0 && st.num_slabs == 0,
+		      "cache of %zu bytes: every object back (active %lu, slabs %lu)", sizes[k],
+		      st.active_objs, st.num_slabs);
+		CHECK(uslab_cache_destroy(caches[k]) == 0, "destroy cache of %zu bytes", sizes[k]);
+	}
+	CHECK(frees == allocs, "every object freed once: %lu allocated, %lu freed",
+	      (unsigned long)allocs, (unsigned long)frees);
+	CHECK(threads == 1 || cross_frees * 10 > frees * 9,
+	      "most frees on another thread: %lu of %lu", (unsigned long)cross_frees,
+	      (unsigned long)frees);
+	rss1 = rss_bytes();
+	if (!TEST_SANITIZED)
+		CHECK(rss1 - rss0 < 16l << 20, "memory back with the OS: RSS %ld -> %ld KiB",
+		      rss0 >> 10, rss1 >> 10);
+	printf("ok stress threads=%u scale=%u iter=%u: %lu objects, %lu freed on another "
+	       "thread, RSS %ld -> %ld KiB (%lu checks)\n",
+	       threads, scale, iter, (unsigned long)allocs, (unsigned long)cross_frees, rss0 >> 10,
+	       rss1 >> 10, test_checks);
+	free(transfer);
+	free(carry);
+	free(carry_n);
+	return 0;
+}

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test.h - the few helpers uslab's tests share.
+ *
+ * CHECK(cond, fmt, ...) counts and, on failure, prints the condition with
+ * the message and exits 1. RUN(fn) runs one test function and prints
+ * "ok <name> (<n> checks)". run_child() runs a function in a child process
+ * and collects its stderr; expect_death() checks that it dies by SIGABRT
+ * with a given message.
+ */
+#ifndef USLAB_TEST_H
+#define USLAB_TEST_H
+
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static unsigned long test_checks;
+
+#define CHECK(cond, ...)                                                                \
+	do {                                                                            \
+		test_checks++;                                                          \
+		if (!(cond)) {                                                          \
+			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+			fprintf(stderr, __VA_ARGS__);                                   \
+			fputc('\n', stderr);                                            \
+			exit(1);                                                        \
+		}                                                                       \
+	} while (0)
+
+#define RUN(fn)                                                                \
+	do {                                                                   \
+		unsigned long before_ = test_checks;                           \
+		fn();                                                          \
+		printf("ok %-40s (%lu checks)\n", #fn, test_checks - before_); \
+		fflush(stdout);                                                \
+	} while (0)
+
+/* xorshift64*: deterministic pseudo-random numbers from a seed. */
+static inline uint64_t rnd_next(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 0x2545F4914F6CDD1Dull;
+}
+
+/* Resident set size of this process in bytes (from /proc/self/statm). */
+static inline long rss_bytes(void)
+{
+	long pages = 0, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
+		resident = -1;
+	fclose(f);
+	return resident * sysconf(_SC_PAGESIZE);
+}
+
+/*
+ * run_child - run @fn(@arg) in a child process and collect its stderr.
+ * Return: the wait status; @buf holds up to @size - 1 bytes of stderr.
+ */
+static inline int run_child(void (*fn)(void *), void *arg, char *buf, size_t size)
+{
+	int pfd[2], status = -1;
+	size_t len = 0;
+	ssize_t r;
+	pid_t pid;
+
+	buf[0] = 0;
+	if (pipe(pfd))
+		return -1;
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		dup2(pfd[1], STDERR_FILENO);
+		close(pfd[0]);
+		fn(arg);
+		fflush(NULL);
+		_exit(0);
+	}
+	close(pfd[1]);
+	while (len < size - 1 && (r = read(pfd[0], buf + len, size - 1 - len)) > 0)
+		len += (size_t)r;
+	buf[len] = 0;
+	close(pfd[0]);
+	waitpid(pid, &status, 0);
+	return status;
+}
+
+/*
+ * expect_death - 1 if @fn(@arg) in a child is killed by SIGABRT with
+ * @needle on its stderr, else 0 (printing what happened instead).
+ */
+static inline int expect_death(void (*fn)(void *), void *arg, const char *needle)
+{
+	char buf[8192];
+	int status = run_child(fn, arg, buf, sizeof(buf));
+
+	if (status == -1 || !WIFSIGNALED(status) || WTERMSIG(status) != SIGABRT ||
+	    !strstr(buf, needle)) {
+		fprintf(stderr, "expected SIGABRT with \"%s\"; got status %#x, stderr:\n%s\n",
+			needle, status, buf);
+		return 0;
+	}
+	return 1;
+}
+
+/* Whether the build runs under a sanitizer (they reserve address space). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TEST_SANITIZED 1
+#else
+#define TEST_SANITIZED 0
+#endif
+
+#endif /* USLAB_TEST_H */
