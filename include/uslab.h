@@ -133,9 +133,10 @@ USLAB_API int uslab_cache_shrink(struct uslab_cache *c);
  * @c: the cache.
  *
  * The fast path pops the thread's main sheaf: no lock, no atomic
- * instruction. The object's contents are undefined unless the cache has a
- * constructor (then it is in the state the program left it when freeing,
- * or constructed).
+ * instruction; it is compiled inline into the caller (see
+ * <uslab/fastpath.h>; USLAB_NO_INLINE turns that off). The object's
+ * contents are undefined unless the cache has a constructor (then it is in
+ * the state the program left it when freeing, or constructed).
  *
  * Context: any thread.
  * Return: the object, aligned as the cache promises; or NULL with errno
@@ -158,7 +159,8 @@ USLAB_API USLAB_MALLOC_ATTR void *uslab_cache_zalloc(struct uslab_cache *c);
  * @obj: the object, or NULL (nothing is done).
  *
  * Any thread may free an object, whichever thread allocated it. The fast
- * path pushes the thread's main sheaf. Freeing an object to the wrong
+ * path pushes the thread's main sheaf, inline like uslab_cache_alloc's.
+ * Freeing an object to the wrong
  * cache, twice, or a pointer that uslab did not hand out is a bug in the
  * program; uslab detects it when the object reaches its slab and stops
  * the program with "uslab: BUG <cache>: <what> at <address>".
@@ -231,6 +233,8 @@ USLAB_API int uslab_owns(const void *p);
  * Return: the cache, or NULL if @p is not inside a live slab.
  */
 USLAB_API struct uslab_cache *uslab_cache_of(const void *p);
+
+#include <uslab/fastpath.h>
 
 #ifdef __cplusplus
 }

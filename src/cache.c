@@ -176,7 +176,7 @@ static int cache_setup(struct uslab_cache *c, const char *name, size_t size, siz
 	if (!c->min_partial)
 		c->min_partial = default_min_partial(c->size);
 	c->id = -1;
-	c->pcs_off = 0;
+	c->hot.pcs_off = 0;
 	barn_init(&c->barn, uslab_opt.barn_max_full, uslab_opt.barn_max_empty);
 	ulock_init(&c->node.lock);
 	c->node.partial.next = c->node.partial.prev = &c->node.partial;
@@ -564,7 +564,7 @@ struct uslab_cache *uslab_cache_create(const char *name, size_t size,
 			return NULL;
 		}
 		c->id = id;
-		c->pcs_off = (size_t)id * sizeof(struct pcs);
+		c->hot.pcs_off = (size_t)id * sizeof(struct pcs);
 		c->sheaf_capacity = cap;
 	}
 	cache_list_add(c);

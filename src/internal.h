@@ -33,6 +33,8 @@
 #include <stdint.h>
 
 #include "lock.h"
+/* The library defines the real uslab_cache_alloc/free: no inline macros. */
+#define USLAB_NO_INLINE 1
 #include "uslab.h"
 
 #define likely(x) __builtin_expect(!!(x), 1)
@@ -148,7 +150,7 @@ struct barn {
 
 struct uslab_cache {
 	/* Read by the fast path: one line, written only at creation. */
-	size_t pcs_off; /* this cache's pcs in a thread table */
+	struct uslab_priv_cache hot; /* pcs_off: this cache's pcs in a table */
 	unsigned int flags;
 	unsigned int object_size; /* size asked for */
 	unsigned int size;	  /* stride between objects */
@@ -193,16 +195,14 @@ struct sheaf {
 
 /*
  * struct pcs - one thread's sheaves for one cache: a cache line in the
- * thread's table at offset cache->pcs_off. The main sheaf is described by
+ * thread's table at offset cache->hot.pcs_off. The main sheaf is described by
  * three pointers so the fast path is a compare and a load or store:
  * objects are [bottom, top), room up to limit. All NULL (the state of
  * every entry of a thread that has not started, and of caches without
  * sheaves) sends both fast paths to their slow paths.
  */
 struct pcs {
-	void **top;
-	void **bottom;
-	void **limit;
+	struct uslab_priv_pcs hot; /* top, bottom, limit (uslab/fastpath.h) */
 	struct sheaf *main;
 	struct sheaf *spare;	   /* NULL, or an empty or full sheaf */
 	struct uslab_cache *cache; /* owner of the sheaves, NULL if unused */
@@ -241,7 +241,11 @@ INTERNAL void barn_counts(struct barn *b, unsigned long *full, unsigned long *em
 
 /* ----------------------------------------------------------- thread.c */
 
-INTERNAL extern __thread struct pcs *tls_pcs __attribute__((tls_model("initial-exec")));
+/* This thread's table (uslab_priv_pcs_table, exported for the inline path). */
+static inline struct pcs *tls_pcs(void)
+{
+	return (struct pcs *)(void *)uslab_priv_pcs_table;
+}
 INTERNAL struct pcs *thread_pcs(void);
 INTERNAL struct pcs *thread_pcs_if_started(void);
 INTERNAL void thread_note_id(int id);

@@ -9,9 +9,12 @@
  * thread's table). The fast paths pop or push the main sheaf:
  *
  *   alloc: load the thread table, add cache->pcs_off, compare top with
- *          bottom, decrement top, load the object:  ~9 instructions.
- *   free:  the same with top against limit, store the object:  ~10.
+ *          bottom, decrement top, load the object.
+ *   free:  the same with top against limit, store the object.
  *
+ * Budget: inline in the caller (uslab/fastpath.h) about 6 and 7
+ * instructions; as the exported functions below (USLAB_NO_INLINE,
+ * sanitizer builds, calls through a pointer) 9 and 11, with the call.
  * No lock, no atomic read-modify-write, one thread-local cache line plus
  * the array slot. Everything else below is the slow path, entered once per
  * sheaf of objects at most:
@@ -111,19 +114,31 @@ void sheaf_flush(struct uslab_cache *c, struct sheaf *sh)
 	sh->size = 0;
 }
 
+/*
+ * A full sheaf from the barn was filled by another thread, which touched
+ * its objects last: ask for their first cache lines now, for writing, so
+ * the pops that follow find them on the way instead of each waiting for a
+ * transfer from the other core.
+ */
+static void sheaf_prefetch(struct sheaf *sh)
+{
+	for (uint32_t i = 0; i < sh->size; i++)
+		__builtin_prefetch(sh->objs[i], 1, 3);
+}
+
 /* ------------------------------------------------------------- pcs */
 
 static inline struct pcs *pcs_of(const struct uslab_cache *c)
 {
-	return (struct pcs *)((char *)tls_pcs + c->pcs_off);
+	return (struct pcs *)((char *)tls_pcs() + c->hot.pcs_off);
 }
 
 static void pcs_set_main(struct pcs *p, struct sheaf *sh)
 {
 	p->main = sh;
-	p->bottom = sh->objs;
-	p->top = sh->objs + sh->size;
-	p->limit = sh->objs + sh->capacity;
+	p->hot.bottom = sh->objs;
+	p->hot.top = sh->objs + sh->size;
+	p->hot.limit = sh->objs + sh->capacity;
 }
 
 static struct sheaf *pcs_detach_main(struct pcs *p)
@@ -131,9 +146,9 @@ static struct sheaf *pcs_detach_main(struct pcs *p)
 	struct sheaf *sh = p->main;
 
 	if (sh)
-		sh->size = (uint32_t)(p->top - p->bottom);
+		sh->size = (uint32_t)(p->hot.top - p->hot.bottom);
 	p->main = NULL;
-	p->top = p->bottom = p->limit = NULL;
+	p->hot.top = p->hot.bottom = p->hot.limit = NULL;
 	return sh;
 }
 
@@ -168,7 +183,7 @@ static struct pcs *pcs_self(const struct uslab_cache *c)
 {
 	struct pcs *t = thread_pcs();
 
-	return t ? (struct pcs *)((char *)t + c->pcs_off) : NULL;
+	return t ? (struct pcs *)((char *)t + c->hot.pcs_off) : NULL;
 }
 
 static void pcs_attach(struct uslab_cache *c, struct pcs *p)
@@ -203,7 +218,7 @@ static void *pcs_alloc_slow(struct uslab_cache *c, struct pcs *p)
 	if (p->spare && p->spare->size) {
 		pcs_swap(p);
 		pcs_bump(p, USLAB_STAT_SHEAF_SWAP, 1);
-		return *--p->top;
+		return *--p->hot.top;
 	}
 
 	empty = pcs_detach_main(p);
@@ -212,8 +227,9 @@ static void *pcs_alloc_slow(struct uslab_cache *c, struct pcs *p)
 		pcs_bump(p, USLAB_STAT_BARN_GET, 1);
 		if (empty)
 			sheaf_free(c, empty);
+		sheaf_prefetch(full);
 		pcs_set_main(p, full);
-		return *--p->top;
+		return *--p->hot.top;
 	}
 	pcs_bump(p, USLAB_STAT_BARN_GET_FAIL, 1);
 
@@ -235,7 +251,7 @@ static void *pcs_alloc_slow(struct uslab_cache *c, struct pcs *p)
 	pcs_set_main(p, empty);
 	if (!n)
 		return NULL;
-	return *--p->top;
+	return *--p->hot.top;
 }
 
 /* Main is full (or absent). Under the thread's lock. */
@@ -294,10 +310,10 @@ static void pcs_free_slow(struct uslab_cache *c, struct pcs *p, void *obj)
 	pcs_bump(p, USLAB_STAT_SHEAF_FLUSH, 1);
 	pcs_set_main(p, sh);
 push:
-	*p->top++ = obj;
+	*p->hot.top++ = obj;
 }
 
-static __attribute__((noinline)) void *alloc_slow(struct uslab_cache *c)
+void *uslab_priv_alloc_slow(struct uslab_cache *c)
 {
 	struct pcs *p;
 	void *obj;
@@ -312,7 +328,7 @@ static __attribute__((noinline)) void *alloc_slow(struct uslab_cache *c)
 	return obj;
 }
 
-static __attribute__((noinline)) void free_slow(struct uslab_cache *c, void *obj)
+void uslab_priv_free_slow(struct uslab_cache *c, void *obj)
 {
 	struct pcs *p;
 
@@ -373,43 +389,44 @@ void sheaf_flush_self(struct uslab_cache *c)
 	if (!t)
 		return;
 	thread_lock_self();
-	pcs_drain((struct pcs *)((char *)t + c->pcs_off));
+	pcs_drain((struct pcs *)((char *)t + c->hot.pcs_off));
 	thread_unlock_self();
 }
 
 /* ------------------------------------------------------- fast path */
 
 /*
- * Budget: ~9 instructions, one branch, no lock, no atomic RMW. The branch
- * is taken once per sheaf (capacity objects) at most.
+ * The out-of-line fast paths: the same pop and push as uslab/fastpath.h,
+ * plus ASan poisoning in sanitizer builds. ~9 instructions, one branch
+ * taken once per sheaf (capacity objects) at most.
  */
 void *uslab_cache_alloc(struct uslab_cache *c)
 {
 	struct pcs *p = pcs_of(c);
-	void **top = p->top;
+	void **top = p->hot.top;
 
-	if (unlikely(top == p->bottom))
-		return alloc_slow(c);
-	p->top = --top;
+	if (unlikely(top == p->hot.bottom))
+		return uslab_priv_alloc_slow(c);
+	p->hot.top = --top;
 	asan_unpoison(*top, c->object_size);
 	return *top;
 }
 
-/* Budget: ~10 instructions, two branches (NULL, full), no lock, no atomic. */
+/* ~11 instructions, two branches (NULL, full), no lock, no atomic. */
 void uslab_cache_free(struct uslab_cache *c, void *obj)
 {
 	struct pcs *p = pcs_of(c);
-	void **top = p->top;
+	void **top = p->hot.top;
 
 	if (unlikely(!obj))
 		return;
-	if (unlikely(top == p->limit)) {
-		free_slow(c, obj);
+	if (unlikely(top == p->hot.limit)) {
+		uslab_priv_free_slow(c, obj);
 		return;
 	}
 	asan_poison(obj, c->size);
 	*top = obj;
-	p->top = top + 1;
+	p->hot.top = top + 1;
 }
 
 void *uslab_cache_zalloc(struct uslab_cache *c)

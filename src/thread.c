@@ -4,7 +4,8 @@
  * cache id), thread exit, and draining other threads' sheaves for destroy
  * and fork.
  *
- * A thread that has never entered a slow path points tls_pcs at a table of
+ * A thread that has never entered a slow path points uslab_priv_pcs_table
+ * (exported for the inline fast path, uslab/fastpath.h) at a table of
  * zeros shared by all such threads, so both fast paths take their slow
  * path, which starts the thread (thread_pcs). Entry 0 of every table stays
  * zero for ever: caches without sheaves use it.
@@ -34,7 +35,8 @@ struct tstate {
 };
 
 static struct pcs dummy_table[PCS_ENTRIES] __cacheline_aligned;
-__thread struct pcs *tls_pcs __attribute__((tls_model("initial-exec"))) = dummy_table;
+__thread char *uslab_priv_pcs_table __attribute__((tls_model("initial-exec"))) =
+	(char *)dummy_table;
 static __thread struct tstate *tls_state __attribute__((tls_model("initial-exec")));
 
 static struct ulock threads_lock = ULOCK_INIT;
@@ -77,7 +79,7 @@ static void thread_exit(void *arg)
 	tstate_drain(st);
 	ulock_unlock(&st->lock);
 
-	tls_pcs = dummy_table;
+	uslab_priv_pcs_table = (char *)dummy_table;
 	tls_state = NULL;
 	ulock_lock(&threads_lock);
 	threads_del(st);
@@ -115,7 +117,7 @@ static struct pcs *thread_start(void)
 	threads_add(st);
 	ulock_unlock(&threads_lock);
 	tls_state = st;
-	tls_pcs = st->table;
+	uslab_priv_pcs_table = (char *)st->table;
 	return st->table;
 }
 

@@ -40,19 +40,19 @@ static void test_transitions(void)
 	CHECK(c->sheaf_capacity == 14 && c->barn.max_full == 2, "setup");
 
 	o[0] = uslab_cache_alloc(c);
-	p = (struct pcs *)((char *)tls_pcs + c->pcs_off);
-	CHECK(p->main && p->top - p->bottom == 13, "first alloc refilled main (13 left)");
+	p = (struct pcs *)((char *)tls_pcs() + c->hot.pcs_off);
+	CHECK(p->main && p->hot.top - p->hot.bottom == 13, "first alloc refilled main (13 left)");
 	CHECK(ev(c, USLAB_STAT_SHEAF_REFILL) == 1 && ev(c, USLAB_STAT_BARN_GET_FAIL) == 1,
 	      "refill after an empty barn");
 	for (int i = 1; i < 14; i++)
 		o[i] = uslab_cache_alloc(c);
-	CHECK(p->top == p->bottom, "main drained by 13 fast allocations");
+	CHECK(p->hot.top == p->hot.bottom, "main drained by 13 fast allocations");
 	CHECK(ev(c, USLAB_STAT_ALLOC_SLOWPATH) == 1, "no slow path meanwhile");
 
 	/* Free 14: fills main; the 15th free parks it as spare. */
 	for (int i = 0; i < 14; i++)
 		uslab_cache_free(c, o[i]);
-	CHECK(p->top == p->limit && !p->spare, "main full");
+	CHECK(p->hot.top == p->hot.limit && !p->spare, "main full");
 	o[0] = uslab_cache_alloc(c);
 	uslab_cache_free(c, o[0]);
 	o[14] = o[0];
@@ -63,7 +63,7 @@ static void test_transitions(void)
 	/* 28 objects out: main and spare empty. Free them back, then more. */
 	for (int i = 0; i < 28; i++)
 		uslab_cache_free(c, o[i]);
-	CHECK(p->spare && p->spare->size == 14 && p->top == p->limit,
+	CHECK(p->spare && p->spare->size == 14 && p->hot.top == p->hot.limit,
 	      "main and spare full after 28 frees");
 	uint64_t swaps = ev(c, USLAB_STAT_SHEAF_SWAP);
 

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench.h - what every benchmark program shares: rdtsc timing, the TSC
+ * frequency, medians and percentiles, CPU pinning, and the output format.
+ *
+ * Output: a human line per measurement in the seeds' format,
+ *
+ *	<what>: N cycles(tsc) X.XXX ns
+ *
+ * and a machine line for bench/run,
+ *
+ *	CSV,<bench>,<variant>,<param>,<metric>,<value>
+ *
+ * Programs take their sizes from argv and run a fixed amount of work; the
+ * alternation of variants and repetitions (A B A B ...) and the medians
+ * across processes are bench/run's job.
+ */
+#ifndef USLAB_BENCH_H
+#define USLAB_BENCH_H
+
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+/* Keep the compiler from eliding an allocation it can see is unused. */
+#define escape(p) __asm__ __volatile__("" : : "r"(p) : "memory")
+
+/* lfence; rdtsc (valgrind does not know rdtscp). */
+static inline uint64_t tsc_now(void)
+{
+	_mm_lfence();
+	return __rdtsc();
+}
+
+static inline double wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+/* TSC ticks per nanosecond, measured once against CLOCK_MONOTONIC_RAW. */
+static inline double tsc_per_ns(void)
+{
+	static double ghz;
+
+	if (!ghz) {
+		double t0 = wall_ns(), t1;
+		uint64_t c0 = tsc_now(), c1;
+
+		do
+			t1 = wall_ns();
+		while (t1 - t0 < 50e6);
+		c1 = tsc_now();
+		ghz = (double)(c1 - c0) / (t1 - t0);
+	}
+	return ghz;
+}
+
+static inline int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Median of @n values (sorts them). */
+static inline double median(double *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static inline int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The @q-quantile (0..1) of @n samples, sorted in place. */
+static inline uint64_t quantile(uint64_t *v, size_t n, double q)
+{
+	size_t i;
+
+	qsort(v, n, sizeof(*v), cmp_u64);
+	i = (size_t)(q * (double)(n - 1) + 0.5);
+	return v[i < n ? i : n - 1];
+}
+
+static inline void pin_to_cpu(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+/* "<what>: N cycles(tsc) X.XXX ns" plus the CSV line for bench/run. */
+static inline void report_cycles(const char *bench, const char *variant, const char *param,
+				 double cycles)
+{
+	double ns = cycles / tsc_per_ns();
+
+	printf("%-10s %-12s %-10s: %.0f cycles(tsc) %.3f ns\n", bench, variant, param, cycles, ns);
+	printf("CSV,%s,%s,%s,cycles,%.3f\n", bench, variant, param, cycles);
+	printf("CSV,%s,%s,%s,ns,%.4f\n", bench, variant, param, ns);
+}
+
+static inline void report_value(const char *bench, const char *variant, const char *param,
+				const char *metric, double value)
+{
+	printf("%-10s %-12s %-10s: %s %.3f\n", bench, variant, param, metric, value);
+	printf("CSV,%s,%s,%s,%s,%.4f\n", bench, variant, param, metric, value);
+}
+
+#endif /* USLAB_BENCH_H */
