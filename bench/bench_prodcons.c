@@ -22,8 +22,8 @@
 #define SAMPLE 16
 
 struct ring {
-	_Alignas(64) _Atomic size_t head;	/* written by the producer */
-	_Alignas(64) _Atomic size_t tail;	/* written by the consumer */
+	_Alignas(64) _Atomic size_t head; /* written by the producer */
+	_Alignas(64) _Atomic size_t tail; /* written by the consumer */
 	_Alignas(64) void *slot[RING];
 };
 
@@ -126,12 +126,16 @@ int main(int argc, char **argv)
 	snprintf(param, sizeof(param), "%zu", size);
 	report_value("prodcons", PEER_NAME, param, "mops", median(mops, (size_t)reps));
 	size_t n = nsamples * (size_t)reps;
-	report_value("prodcons", PEER_NAME, param, "alloc_p50", (double)quantile(all_alloc, n, 0.5));
-	report_value("prodcons", PEER_NAME, param, "alloc_p99", (double)quantile(all_alloc, n, 0.99));
-	report_value("prodcons", PEER_NAME, param, "alloc_p999", (double)quantile(all_alloc, n, 0.999));
+	report_value("prodcons", PEER_NAME, param, "alloc_p50",
+		     (double)quantile(all_alloc, n, 0.5));
+	report_value("prodcons", PEER_NAME, param, "alloc_p99",
+		     (double)quantile(all_alloc, n, 0.99));
+	report_value("prodcons", PEER_NAME, param, "alloc_p999",
+		     (double)quantile(all_alloc, n, 0.999));
 	report_value("prodcons", PEER_NAME, param, "free_p50", (double)quantile(all_free, n, 0.5));
 	report_value("prodcons", PEER_NAME, param, "free_p99", (double)quantile(all_free, n, 0.99));
-	report_value("prodcons", PEER_NAME, param, "free_p999", (double)quantile(all_free, n, 0.999));
+	report_value("prodcons", PEER_NAME, param, "free_p999",
+		     (double)quantile(all_free, n, 0.999));
 	peer_report();
 	return 0;
 }

@@ -56,8 +56,7 @@ static inline void peer_report(void)
 	if (!getenv("BENCH_STATS") || uslab_cache_stats(peer_cache, &st))
 		return;
 	for (unsigned int i = 0; uslab_stat_name(i); i++)
-		fprintf(stderr, "%s=%llu ", uslab_stat_name(i),
-			(unsigned long long)st.events[i]);
+		fprintf(stderr, "%s=%llu ", uslab_stat_name(i), (unsigned long long)st.events[i]);
 	fprintf(stderr, "slabs=%lu active=%lu\n", st.num_slabs, st.active_objs);
 }
 

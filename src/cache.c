@@ -604,6 +604,7 @@ int uslab_cache_destroy(struct uslab_cache *c)
 	cache_list_del(c);
 	ulock_unlock(&caches_lock);
 	cache_free_direct(&cache_cache, c);
+	os_purge();
 	return 0;
 }
 
@@ -616,6 +617,7 @@ int uslab_cache_shrink(struct uslab_cache *c)
 		barn_drain(c);
 	}
 	cache_shrink_node(c);
+	os_purge();
 	return 0;
 }
 

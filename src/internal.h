@@ -63,6 +63,7 @@ enum slab_state {
 	SLAB_NEW,      /* just taken by a cache, not yet on any list */
 	SLAB_PARTIAL,  /* on the node partial list: some objects free */
 	SLAB_FULL,     /* no free object in the slab; on no list */
+	SLAB_DIRTY,    /* free slot of an arena, pages still resident (os.c) */
 };
 
 /*
@@ -82,6 +83,7 @@ struct slab {
 	uint16_t pad;
 	struct slab *next, *prev; /* partial list, or os free-slot list */
 	char *base;		  /* first byte of the slab */
+	uint64_t freed_ms;	  /* DIRTY: when os.c got it back */
 };
 
 INTERNAL struct slab *os_slab_alloc(unsigned int order);
@@ -93,6 +95,8 @@ INTERNAL void os_fork_prepare(void);
 INTERNAL void os_fork_parent(void);
 INTERNAL void os_fork_child(void);
 INTERNAL size_t os_arena_count(void);
+INTERNAL void os_purge(void);
+INTERNAL size_t os_dirty_bytes(void);
 
 /* ------------------------------------------------------------- slab.c */
 
@@ -274,6 +278,8 @@ struct uslab_options {
 	unsigned int barn_max_full;  /* USLAB_BARN_MAX_FULL */
 	unsigned int barn_max_empty; /* USLAB_BARN_MAX_EMPTY */
 	unsigned int lookahead;	     /* USLAB_LOOKAHEAD */
+	unsigned int purge_delay_ms; /* USLAB_PURGE_DELAY_MS */
+	unsigned int retain_kb;	     /* USLAB_RETAIN_KB */
 	unsigned int nr_cpus;
 };
 

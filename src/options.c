@@ -22,7 +22,8 @@ static const struct option_row {
 } options[] = {
 	{ "USLAB_MIN_OBJECTS", &uslab_opt.min_objects, 0, 0, 65535,
 	  "objects per slab at least (0: 4 * (fls(nr_cpus) + 1), as SLUB)" },
-	{ "USLAB_MIN_ORDER", &uslab_opt.min_order, 0, 0, SLAB_MAX_ORDER, "smallest slab order" },
+	{ "USLAB_MIN_ORDER", &uslab_opt.min_order, 2, 0, SLAB_MAX_ORDER,
+	  "smallest slab order (SLUB: 0; 2 amortises per-slab work, doc/tuning.md)" },
 	{ "USLAB_MAX_ORDER", &uslab_opt.max_order, 3, 0, SLAB_MAX_ORDER,
 	  "largest slab order chosen for the min_objects rule" },
 	{ "USLAB_MIN_PARTIAL", &uslab_opt.min_partial, 0, 0, 1000,
@@ -37,6 +38,10 @@ static const struct option_row {
 	  "empty sheaves a barn keeps" },
 	{ "USLAB_LOOKAHEAD", &uslab_opt.lookahead, 3, 0, 1024,
 	  "detached freelist look-ahead when flushing (seed: 3)" },
+	{ "USLAB_PURGE_DELAY_MS", &uslab_opt.purge_delay_ms, 10, 0, 3600000,
+	  "milliseconds a freed slab's pages stay resident for reuse" },
+	{ "USLAB_RETAIN_KB", &uslab_opt.retain_kb, 65536, 0, 1u << 30,
+	  "KiB of freed slab pages kept resident at most" },
 };
 
 void options_init(void)

@@ -66,7 +66,7 @@ static inline __attribute__((always_inline)) void *uslab_cache_alloc_inline(stru
 
 /* Push the main sheaf: about 7 instructions and two branches. */
 static inline __attribute__((always_inline)) void uslab_cache_free_inline(struct uslab_cache *c,
-									 void *obj)
+									  void *obj)
 {
 	struct uslab_priv_pcs *p = uslab_priv_pcs_of(c);
 	void **top = p->top;

@@ -16,7 +16,11 @@ static unsigned int order_of(size_t size, unsigned int *objects)
 	return order;
 }
 
-/* min_objects = 4 * (fls(nr_cpus) + 1); the least waste within order 3. */
+/*
+ * min_objects = 4 * (fls(nr_cpus) + 1); the least waste within order 3.
+ * The table is SLUB's (slub_min_order 0); uslab's default minimum order is
+ * 2, checked after.
+ */
 static void test_order_rule(void)
 {
 	static const struct {
@@ -30,10 +34,16 @@ static void test_order_rule(void)
 	};
 	unsigned int objects, order;
 
-	CHECK(uslab_opt.min_objects == 0 && uslab_opt.max_order == 3,
+	CHECK(uslab_opt.min_objects == 0 && uslab_opt.max_order == 3 && uslab_opt.min_order == 2,
 	      "default tunables (run without USLAB_* in the environment)");
+	order = order_of(256, &objects);
+	CHECK(order == 2 && objects == 64, "default: 256 B in 16 KiB slabs: order %u", order);
+	order = order_of(2048, &objects);
+	CHECK(order == 3 && objects == 16, "the min_objects rule still applies above it");
+	uslab_opt.min_order = 0;
 	if (uslab_opt.nr_cpus != 2 && uslab_opt.nr_cpus != 3) {
 		printf("   (table checked for 2 CPUs; this machine has %u)\n", uslab_opt.nr_cpus);
+		uslab_opt.min_order = 2;
 		return;
 	}
 	for (size_t i = 0; i < sizeof(want2) / sizeof(want2[0]); i++) {

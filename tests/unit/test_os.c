@@ -4,6 +4,8 @@
  * byte of a live slab to its descriptor and nothing else, memory goes back
  * to the OS on free, arenas of an order are released when empty.
  */
+#include <time.h>
+
 #include "internal.h"
 #include "../test.h"
 
@@ -45,10 +47,17 @@ static void test_memory_returned(void)
 	memset(s->base, 0x77, PAGE_SIZE << 10);
 	r1 = rss_bytes();
 	os_slab_free(s);
+	CHECK(os_dirty_bytes() >= 4ul << 20, "a freed slab's pages are retained for reuse");
+	CHECK(rss_bytes() >= r1 - (64 << 10), "still resident");
+	s = os_slab_alloc(10);
+	CHECK(s->base[0] == 0x77, "the retained slab comes back first, warm");
+	os_slab_free(s);
+	os_purge();
+	CHECK(os_dirty_bytes() == 0, "purge returns everything");
 	r2 = rss_bytes();
 	/* (sanitizer runtimes allocate meanwhile: allow them 64 KiB) */
 	CHECK(r1 - r0 >= (4l << 20) - (64 << 10), "touching 4 MiB is resident: %ld", r1 - r0);
-	CHECK(r1 - r2 >= (4l << 20) - (64 << 10), "free gives it back: %ld", r1 - r2);
+	CHECK(r1 - r2 >= (4l << 20) - (64 << 10), "purge gives it back: %ld", r1 - r2);
 	s = os_slab_alloc(10);
 	CHECK(s->base[0] == 0 && s->base[12345] == 0, "reused memory reads as zero");
 	os_slab_free(s);
@@ -67,16 +76,34 @@ static void test_arena_release(void)
 	CHECK(os_arena_count() >= before + 2, "9 slabs need 3 arenas");
 	for (int i = 0; i < 9; i++)
 		os_slab_free(s[i]);
+	os_purge();
 	CHECK(os_arena_count() <= before + 1, "empty arenas unmapped but one: %zu -> %zu", before,
 	      os_arena_count());
 	/* A slab from a released arena's address is no longer ours. */
 	CHECK(os_slab_lookup(s[0]->base) == NULL, "lookup after release");
 }
 
+/* Retained pages go back after USLAB_PURGE_DELAY_MS, on a later os call. */
+static void test_purge_delay(void)
+{
+	struct slab *s = os_slab_alloc(4), *t;
+	struct timespec ts = { 0, 30 * 1000 * 1000 };
+
+	os_slab_free(s);
+	CHECK(os_dirty_bytes() == PAGE_SIZE << 4, "retained");
+	nanosleep(&ts, NULL); /* the delay is 10 ms */
+	t = os_slab_alloc(5); /* any os call purges what is old */
+	os_slab_free(t);
+	CHECK(os_dirty_bytes() == PAGE_SIZE << 5, "the old one purged, the new one retained");
+	os_purge();
+}
+
 int main(void)
 {
+	CHECK(uslab_init() == 0, "init");
 	RUN(test_alignment_and_lookup);
 	RUN(test_memory_returned);
 	RUN(test_arena_release);
+	RUN(test_purge_delay);
 	return 0;
 }
