@@ -170,6 +170,45 @@ USLAB_API USLAB_MALLOC_ATTR void *uslab_cache_zalloc(struct uslab_cache *c);
 USLAB_API void uslab_cache_free(struct uslab_cache *c, void *obj);
 
 /**
+ * uslab_cache_alloc_bulk - allocate @n objects at once.
+ * @c: the cache.
+ * @n: objects wanted, any number.
+ * @p: an array of at least @n entries.
+ *
+ * All or nothing, like kmem_cache_alloc_bulk() and rte_mempool_get_bulk():
+ * either every entry of p[0..n) holds a new object, or no object was taken
+ * (the entries are then undefined). A request the thread's main sheaf can
+ * serve is a copy of pointers (inline); more comes from the sheaves, the
+ * barn, and straight from slabs, whole slab freelists at a time.
+ *
+ * Context: any thread.
+ * Return: @n - p[0..n) filled;
+ *         0  - nothing taken: @n was 0, or errno is ENOMEM (the OS refused
+ *              memory; the objects taken before the failure were returned).
+ */
+USLAB_API size_t uslab_cache_alloc_bulk(struct uslab_cache *c, size_t n, void **p);
+
+/**
+ * uslab_cache_free_bulk - free an array of objects.
+ * @c: the cache of every object; or NULL: each object's cache is found
+ *     from its address, so one array may mix caches (this is kfree_bulk()).
+ * @n: entries in @p.
+ * @p: the objects; NULL entries are skipped. Every entry is NULL on return,
+ *     so no dangling pointer is left in the caller's array.
+ *
+ * What fits goes into the thread's sheaves; the rest goes straight to the
+ * slabs: objects of one slab are linked into a detached freelist inside
+ * the objects themselves and handed over together, one node lock for up to
+ * 32 slabs. The look-ahead that decides how far to scan for more objects
+ * of the same slab is USLAB_LOOKAHEAD (default 3, as in the seed patch).
+ * Misuse (a double free, a foreign pointer) is reported like
+ * uslab_cache_free()'s.
+ *
+ * Context: any thread.
+ */
+USLAB_API void uslab_cache_free_bulk(struct uslab_cache *c, size_t n, void **p);
+
+/**
  * uslab_cache_stats - take a snapshot of a cache's counters.
  * @c:  the cache.
  * @st: filled in on success.

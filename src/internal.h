@@ -198,21 +198,26 @@ struct sheaf {
 };
 
 /*
- * struct pcs - one thread's sheaves for one cache: a cache line in the
- * thread's table at offset cache->hot.pcs_off. The main sheaf is described by
+ * struct pcs - one thread's sheaves for one cache: two cache lines in the
+ * thread's table at offset cache->hot.pcs_off, the fast paths touching the
+ * first only. The main sheaf is described by
  * three pointers so the fast path is a compare and a load or store:
  * objects are [bottom, top), room up to limit. All NULL (the state of
  * every entry of a thread that has not started, and of caches without
  * sheaves) sends both fast paths to their slow paths.
  */
 struct pcs {
-	struct uslab_priv_pcs hot; /* top, bottom, limit (uslab/fastpath.h) */
+	/* First line: the fast paths (uslab/fastpath.h) and bulk counters. */
+	struct uslab_priv_pcs hot;
 	struct sheaf *main;
+	/* Second line: the slow paths. */
 	struct sheaf *spare;	   /* NULL, or an empty or full sheaf */
 	struct uslab_cache *cache; /* owner of the sheaves, NULL if unused */
 	struct pcs_events *events; /* slow-path counters, lazily allocated */
-	uintptr_t unused;
-};
+} __cacheline_aligned;
+
+_Static_assert(sizeof(struct uslab_priv_pcs) + sizeof(void *) == CACHELINE,
+	       "the fast path's fields fill the first cache line of a pcs");
 
 struct pcs_events {
 	uint64_t ev[USLAB_STAT_NR_ITEMS];
@@ -229,6 +234,9 @@ INTERNAL void sheaf_free(struct uslab_cache *c, struct sheaf *sh);
 INTERNAL void sheaf_flush(struct uslab_cache *c, struct sheaf *sh);
 INTERNAL int sheaf_bootstrap(void);
 INTERNAL void pcs_drain(struct pcs *p);
+INTERNAL struct pcs *pcs_self(const struct uslab_cache *c);
+INTERNAL bool pcs_refill_main(struct uslab_cache *c, struct pcs *p);
+INTERNAL bool pcs_make_room(struct uslab_cache *c, struct pcs *p);
 INTERNAL void sheaf_flush_self(struct uslab_cache *c);
 INTERNAL void pcs_bump(struct pcs *p, enum uslab_stat_item item, uint64_t n);
 

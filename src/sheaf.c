@@ -179,7 +179,7 @@ void pcs_bump(struct pcs *p, enum uslab_stat_item item, uint64_t n)
 }
 
 /* The calling thread's pcs for @c, creating the thread state if needed. */
-static struct pcs *pcs_self(const struct uslab_cache *c)
+struct pcs *pcs_self(const struct uslab_cache *c)
 {
 	struct pcs *t = thread_pcs();
 
@@ -207,18 +207,23 @@ static struct sheaf *pcs_get_empty(struct uslab_cache *c, struct pcs *p)
 	return sh;
 }
 
-/* Main is empty. Under the thread's lock. */
-static void *pcs_alloc_slow(struct uslab_cache *c, struct pcs *p)
+/*
+ * pcs_refill_main - give an empty (or absent) main sheaf objects: swap in
+ * a full spare, else trade main for a full sheaf at the barn, else refill
+ * main from slabs. Under the thread's lock.
+ * Return: true when main holds objects; false when no memory could be had
+ * (errno ENOMEM).
+ */
+bool pcs_refill_main(struct uslab_cache *c, struct pcs *p)
 {
 	struct sheaf *full, *empty;
 	unsigned int n;
 
 	pcs_attach(c, p);
-	pcs_bump(p, USLAB_STAT_ALLOC_SLOWPATH, 1);
 	if (p->spare && p->spare->size) {
 		pcs_swap(p);
 		pcs_bump(p, USLAB_STAT_SHEAF_SWAP, 1);
-		return *--p->hot.top;
+		return true;
 	}
 
 	empty = pcs_detach_main(p);
@@ -229,19 +234,19 @@ static void *pcs_alloc_slow(struct uslab_cache *c, struct pcs *p)
 			sheaf_free(c, empty);
 		sheaf_prefetch(full);
 		pcs_set_main(p, full);
-		return *--p->hot.top;
+		return true;
 	}
 	pcs_bump(p, USLAB_STAT_BARN_GET_FAIL, 1);
 
 	if (!empty) {
 		empty = sheaf_alloc(c);
 		if (!empty) {
-			/* No sheaf: serve this one object straight from a slab. */
+			/* Keep the invariant: no spare without a main. */
 			if (p->spare) {
 				pcs_set_main(p, p->spare);
 				p->spare = NULL;
 			}
-			return cache_alloc_direct(c);
+			return false;
 		}
 		pcs_bump(p, USLAB_STAT_SHEAF_ALLOC, 1);
 	}
@@ -249,39 +254,41 @@ static void *pcs_alloc_slow(struct uslab_cache *c, struct pcs *p)
 	pcs_bump(p, USLAB_STAT_SHEAF_REFILL, 1);
 	empty->size = n;
 	pcs_set_main(p, empty);
-	if (!n)
-		return NULL;
-	return *--p->hot.top;
+	return n > 0;
 }
 
-/* Main is full (or absent). Under the thread's lock. */
-static void pcs_free_slow(struct uslab_cache *c, struct pcs *p, void *obj)
+/*
+ * pcs_make_room - give a full (or absent) main sheaf room: swap in an empty
+ * spare, else park main as the spare behind an empty sheaf, else trade it
+ * for an empty one at the barn, else flush it to slabs. Under the thread's
+ * lock.
+ * Return: true when main has room; false only when there is no main and no
+ * sheaf could be allocated.
+ */
+bool pcs_make_room(struct uslab_cache *c, struct pcs *p)
 {
 	struct sheaf *sh, *full;
 	bool taken;
 
 	pcs_attach(c, p);
-	pcs_bump(p, USLAB_STAT_FREE_SLOWPATH, 1);
 	if (!p->main) {
 		sh = pcs_get_empty(c, p);
-		if (!sh) {
-			cache_free_objects(c, &obj, 1, 0);
-			return;
-		}
+		if (!sh)
+			return false;
 		pcs_set_main(p, sh);
-		goto push;
+		return true;
 	}
 	if (p->spare && !p->spare->size) {
 		pcs_swap(p);
 		pcs_bump(p, USLAB_STAT_SHEAF_SWAP, 1);
-		goto push;
+		return true;
 	}
 	if (!p->spare) {
 		sh = pcs_get_empty(c, p);
 		if (sh) {
 			p->spare = pcs_detach_main(p);
 			pcs_set_main(p, sh);
-			goto push;
+			return true;
 		}
 	} else {
 		/* Main and spare are full: trade main at the barn. */
@@ -299,7 +306,7 @@ static void pcs_free_slow(struct uslab_cache *c, struct pcs *p, void *obj)
 				pcs_bump(p, USLAB_STAT_SHEAF_FLUSH, 1);
 			}
 			pcs_set_main(p, sh);
-			goto push;
+			return true;
 		}
 		pcs_bump(p, USLAB_STAT_BARN_PUT_FAIL, 1);
 		pcs_set_main(p, full);
@@ -309,8 +316,7 @@ static void pcs_free_slow(struct uslab_cache *c, struct pcs *p, void *obj)
 	sheaf_flush(c, sh);
 	pcs_bump(p, USLAB_STAT_SHEAF_FLUSH, 1);
 	pcs_set_main(p, sh);
-push:
-	*p->hot.top++ = obj;
+	return true;
 }
 
 void *uslab_priv_alloc_slow(struct uslab_cache *c)
@@ -321,10 +327,15 @@ void *uslab_priv_alloc_slow(struct uslab_cache *c)
 	if (!c->sheaf_capacity || !(p = pcs_self(c)))
 		return cache_alloc_direct(c);
 	thread_lock_self();
-	obj = pcs_alloc_slow(c, p);
-	thread_unlock_self();
-	if (obj)
+	pcs_bump(p, USLAB_STAT_ALLOC_SLOWPATH, 1);
+	if (pcs_refill_main(c, p)) {
+		obj = *--p->hot.top;
 		asan_unpoison(obj, c->object_size);
+	} else {
+		/* No sheaf to be had: one object straight from a slab. */
+		obj = cache_alloc_direct(c);
+	}
+	thread_unlock_self();
 	return obj;
 }
 
@@ -338,7 +349,11 @@ void uslab_priv_free_slow(struct uslab_cache *c, void *obj)
 		return;
 	}
 	thread_lock_self();
-	pcs_free_slow(c, p, obj);
+	pcs_bump(p, USLAB_STAT_FREE_SLOWPATH, 1);
+	if (pcs_make_room(c, p))
+		*p->hot.top++ = obj;
+	else
+		cache_free_objects(c, &obj, 1, 0);
 	thread_unlock_self();
 }
 
@@ -370,11 +385,19 @@ void pcs_drain(struct pcs *p)
 			sheaf_free(c, sh[i]);
 	}
 	e = p->events;
+	ulock_lock(&c->node.lock);
+	for (int i = 0; e && i < USLAB_STAT_NR_ITEMS; i++)
+		c->node.ev[i] += e->ev[i];
+	c->node.ev[USLAB_STAT_ALLOC_BULK] += p->hot.alloc_bulk;
+	c->node.ev[USLAB_STAT_ALLOC_BULK_OBJS] += p->hot.alloc_bulk_objs;
+	c->node.ev[USLAB_STAT_FREE_BULK] += p->hot.free_bulk;
+	c->node.ev[USLAB_STAT_FREE_BULK_OBJS] += p->hot.free_bulk_objs;
+	ulock_unlock(&c->node.lock);
+	WRITE_ONCE(p->hot.alloc_bulk, 0);
+	WRITE_ONCE(p->hot.alloc_bulk_objs, 0);
+	WRITE_ONCE(p->hot.free_bulk, 0);
+	WRITE_ONCE(p->hot.free_bulk_objs, 0);
 	if (e) {
-		ulock_lock(&c->node.lock);
-		for (int i = 0; i < USLAB_STAT_NR_ITEMS; i++)
-			c->node.ev[i] += e->ev[i];
-		ulock_unlock(&c->node.lock);
 		__atomic_store_n(&p->events, NULL, __ATOMIC_RELAXED);
 		cache_free_direct(events_cache, e);
 	}

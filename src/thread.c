@@ -174,9 +174,14 @@ void thread_sum_events(const struct uslab_cache *c, uint64_t *ev)
 
 		ulock_lock(&st->lock);
 		e = __atomic_load_n(&p->events, __ATOMIC_ACQUIRE);
-		if (p->cache == c && e)
-			for (int i = 0; i < USLAB_STAT_NR_ITEMS; i++)
+		if (p->cache == c) {
+			for (int i = 0; e && i < USLAB_STAT_NR_ITEMS; i++)
 				ev[i] += READ_ONCE(e->ev[i]);
+			ev[USLAB_STAT_ALLOC_BULK] += READ_ONCE(p->hot.alloc_bulk);
+			ev[USLAB_STAT_ALLOC_BULK_OBJS] += READ_ONCE(p->hot.alloc_bulk_objs);
+			ev[USLAB_STAT_FREE_BULK] += READ_ONCE(p->hot.free_bulk);
+			ev[USLAB_STAT_FREE_BULK_OBJS] += READ_ONCE(p->hot.free_bulk_objs);
+		}
 		ulock_unlock(&st->lock);
 	}
 	ulock_unlock(&threads_lock);

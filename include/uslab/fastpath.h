@@ -5,9 +5,10 @@
  *
  * A call into a shared library costs more than the fast path itself (a
  * pop or a push of the thread's main sheaf), so, like DPDK's mempool, the
- * fast path is compiled into the caller: uslab_cache_alloc(c) and
- * uslab_cache_free(c, p) are function-like macros for the inline versions
- * below, which call into the library only when the sheaf is empty or full.
+ * fast path is compiled into the caller: uslab_cache_alloc(c),
+ * uslab_cache_free(c, p) and their _bulk forms are function-like macros for
+ * the inline versions below, which call into the library only when the
+ * main sheaf cannot serve the whole request.
  * The real functions remain exported under the same names, so taking their
  * address, (uslab_cache_alloc)(c), dlsym() and other languages' bindings
  * work unchanged.
@@ -27,11 +28,17 @@
 #error "include <uslab.h>, not <uslab/fastpath.h>"
 #endif
 
-/* The hot part of a thread's sheaves of one cache: objects are [bottom, top). */
+/*
+ * The hot part of a thread's sheaves of one cache: objects are [bottom,
+ * top), room up to limit; bulk calls counted by the owner (read by
+ * uslab_cache_stats()). One cache line.
+ */
 struct uslab_priv_pcs {
 	void **top;
 	void **bottom;
 	void **limit;
+	unsigned long alloc_bulk, alloc_bulk_objs;
+	unsigned long free_bulk, free_bulk_objs;
 };
 
 /* The hot part of a cache: where its sheaves are in a thread's table. */
@@ -44,6 +51,8 @@ extern USLAB_API __thread char *uslab_priv_pcs_table __attribute__((tls_model("i
 
 USLAB_API void *uslab_priv_alloc_slow(struct uslab_cache *c);
 USLAB_API void uslab_priv_free_slow(struct uslab_cache *c, void *obj);
+USLAB_API size_t uslab_priv_alloc_bulk_slow(struct uslab_cache *c, size_t n, void **p);
+USLAB_API void uslab_priv_free_bulk_slow(struct uslab_cache *c, size_t n, void **p);
 
 static inline struct uslab_priv_pcs *uslab_priv_pcs_of(const struct uslab_cache *c)
 {
@@ -81,9 +90,58 @@ static inline __attribute__((always_inline)) void uslab_cache_free_inline(struct
 	p->top = top + 1;
 }
 
+/* Copy n objects off the main sheaf when it holds them: a compare and a copy. */
+static inline __attribute__((always_inline)) size_t
+uslab_cache_alloc_bulk_inline(struct uslab_cache *c, size_t n, void **objs)
+{
+	struct uslab_priv_pcs *p = uslab_priv_pcs_of(c);
+	void **top = p->top;
+
+	if (__builtin_expect(n > (size_t)(top - p->bottom), 0))
+		return uslab_priv_alloc_bulk_slow(c, n, objs);
+	top -= n;
+	for (size_t i = 0; i < n; i++)
+		objs[i] = top[i];
+	p->top = top;
+	p->alloc_bulk++;
+	p->alloc_bulk_objs += n;
+	return n;
+}
+
+/* Push n objects (skipping NULLs, clearing the array) when main has room. */
+static inline __attribute__((always_inline)) void
+uslab_cache_free_bulk_inline(struct uslab_cache *c, size_t n, void **objs)
+{
+	struct uslab_priv_pcs *p;
+	void **top;
+
+	if (__builtin_expect(!c, 0)) {
+		uslab_priv_free_bulk_slow(c, n, objs);
+		return;
+	}
+	p = uslab_priv_pcs_of(c);
+	top = p->top;
+	if (__builtin_expect(n > (size_t)(p->limit - top), 0)) {
+		uslab_priv_free_bulk_slow(c, n, objs);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		void *o = objs[i];
+
+		objs[i] = (void *)0;
+		if (o)
+			*top++ = o;
+	}
+	p->top = top;
+	p->free_bulk++;
+	p->free_bulk_objs += n;
+}
+
 #if !defined(USLAB_NO_INLINE) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define uslab_cache_alloc(c) uslab_cache_alloc_inline(c)
 #define uslab_cache_free(c, obj) uslab_cache_free_inline((c), (obj))
+#define uslab_cache_alloc_bulk(c, n, p) uslab_cache_alloc_bulk_inline((c), (n), (p))
+#define uslab_cache_free_bulk(c, n, p) uslab_cache_free_bulk_inline((c), (n), (p))
 #endif
 
 #endif /* USLAB_FASTPATH_H */

@@ -6,10 +6,12 @@
  *	stress [THREADS [SCALE [ITER]]]	(defaults 4 50 10)
  *
  * Every round starts THREADS threads; each allocates objects from several
- * caches of different sizes, stamps every word, and swaps objects with the
- * other threads through a shared slot array with an atomic exchange; a
+ * caches of different sizes (singly and in bulk bursts), stamps every word,
+ * and swaps objects with the other threads through a shared slot array
+ * with an atomic exchange; a
  * thread frees only objects another thread allocated (checked: over 90% of
- * frees), and leaves what it holds at the end to the next round's thread.
+ * frees; singly, or in bulk through a NULL cache as kfree_bulk does), and
+ * leaves what it holds at the end to the next round's thread.
  * Objects are verified word by word before every free. The threads exit at
  * the end of each round (their sheaves go back at exit) and new ones start
  * the next round; the caches live across rounds. Seeds are deterministic:
@@ -61,12 +63,11 @@ static uint64_t *obj_alloc(uint64_t *seed, uintptr_t tid)
 	return o;
 }
 
-static void obj_free(uint64_t *o, uintptr_t tid)
+/* Verify an object about to be freed; return its cache index. */
+static size_t obj_check(uint64_t *o, uintptr_t tid)
 {
 	size_t k, words;
 
-	if (!o)
-		return;
 	k = o[0] & 0xff;
 	frees++;
 	if (o[0] >> 8 != tid)
@@ -85,7 +86,23 @@ static void obj_free(uint64_t *o, uintptr_t tid)
 		}
 	}
 	memset(o, 0xdd, sizes[k]); /* a later reader of a stale copy fails */
-	uslab_cache_free(caches[k], o);
+	return k;
+}
+
+static void obj_free(uint64_t *o, uintptr_t tid)
+{
+	if (o)
+		uslab_cache_free(caches[obj_check(o, tid)], o);
+}
+
+/* Stamp an object allocated by a bulk call. */
+static uint64_t *obj_stamp(uint64_t *o, size_t k, uintptr_t tid)
+{
+	o[0] = k | (uint64_t)tid << 8;
+	for (size_t i = 1; i < sizes[k] / 8; i++)
+		o[i] = word(o, i);
+	allocs++;
+	return o;
 }
 
 static pthread_barrier_t start;
@@ -116,13 +133,39 @@ static void *worker(void *arg)
 		size_t i = n ? rnd_next(&seed) % n : 0;
 		size_t slot = rnd_next(&seed) % ntransfer;
 
-		if (r < 50 && n < cap) {
+		if (r < 45 && n < cap) {
 			retained[n++] = obj_alloc(&seed, tid);
+		} else if (r < 50 && n + 64 <= cap) {
+			/* A burst from one cache with one bulk call. */
+			size_t k = rnd_next(&seed) % 4, m = 1 + rnd_next(&seed) % 64;
+			void *burst[64];
+
+			if (uslab_cache_alloc_bulk(caches[k], m, burst) != m) {
+				fprintf(stderr, "FAIL: alloc_bulk(%zu): errno %d\n", m, errno);
+				exit(1);
+			}
+			for (size_t j = 0; j < m; j++)
+				retained[n++] = obj_stamp(burst[j], k, tid);
 		} else if (n == 0) {
 			continue;
-		} else if (r < 85 && !own(retained[i], tid)) {
+		} else if (r < 80 && !own(retained[i], tid)) {
 			obj_free(retained[i], tid);
 			retained[i] = retained[--n];
+		} else if (r < 85) {
+			/* Free other threads' objects of any cache in one kfree_bulk. */
+			void *batch[16];
+			size_t m = 0;
+
+			for (size_t j = 0; j < n && m < 16;) {
+				if (!own(retained[j], tid)) {
+					obj_check(retained[j], tid);
+					batch[m++] = retained[j];
+					retained[j] = retained[--n];
+				} else {
+					j++;
+				}
+			}
+			uslab_cache_free_bulk(NULL, m, batch);
 		} else {
 			/* Trade for what another thread left (maybe nothing). */
 			uint64_t *theirs = atomic_exchange(&transfer[slot], retained[i]);

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bulk.c - uslab_cache_alloc_bulk() and uslab_cache_free_bulk(): arrays of
+ * objects in and out (kmem_cache_{alloc,free}_bulk, kfree_bulk).
+ *
+ * The inline paths (uslab/fastpath.h) serve a request the main sheaf can
+ * take whole: a copy of n pointers. These slow paths serve the rest:
+ *
+ *   alloc: copy what main holds; a remainder smaller than a sheaf is
+ *          served by refilling main (spare, barn, slabs), a larger one
+ *          straight from slabs, whole slab freelists at a time, without
+ *          passing through sheaves. All or nothing: on failure every object
+ *          taken goes back and 0 is returned.
+ *   free:  push into main while it has room; a remainder smaller than a
+ *          sheaf makes room in main (spare, barn, flush), a larger one goes
+ *          straight to slabs as detached freelists, one per slab, handed
+ *          over under one node lock per 32 slabs. Without a cache (kfree_bulk)
+ *          every object goes to its own slab that way.
+ *
+ * Locks: the thread's own tstate lock while sheaves change, node locks
+ * inside cache.c. No per-object lock or atomic.
+ */
+#include "internal.h"
+
+/* The owner counts its bulk calls; uslab_cache_stats() reads them racily. */
+static void count(unsigned long *calls, unsigned long *objs, size_t n)
+{
+	WRITE_ONCE(*calls, *calls + 1);
+	WRITE_ONCE(*objs, *objs + n);
+}
+
+static void unpoison_all(struct uslab_cache *c, size_t n, void **objs)
+{
+#ifdef USLAB_ASAN
+	for (size_t i = 0; i < n; i++)
+		asan_unpoison(objs[i], c->object_size);
+#else
+	(void)c, (void)n, (void)objs;
+#endif
+}
+
+/* Freed objects rest poisoned (a foreign pointer is left alone: it is a BUG). */
+static void poison_all(struct uslab_cache *c, size_t n, void **objs)
+{
+#ifdef USLAB_ASAN
+	for (size_t i = 0; i < n; i++) {
+		struct uslab_cache *oc = c ? c : uslab_cache_of(objs[i]);
+
+		if (objs[i] && oc)
+			asan_poison(objs[i], oc->size);
+	}
+#else
+	(void)c, (void)n, (void)objs;
+#endif
+}
+
+/* Take up to @n objects off main into @objs. Return: how many. */
+static size_t take_main(struct pcs *p, size_t n, void **objs)
+{
+	size_t k = (size_t)(p->hot.top - p->hot.bottom);
+
+	if (k > n)
+		k = n;
+	p->hot.top -= k;
+	for (size_t i = 0; i < k; i++)
+		objs[i] = p->hot.top[i];
+	return k;
+}
+
+/* All or nothing from slabs: fill @objs[0..n) or give them back. */
+static bool alloc_from_slabs(struct uslab_cache *c, size_t n, void **objs)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		unsigned int want = n - got > UINT32_MAX ? UINT32_MAX : (unsigned int)(n - got);
+		unsigned int k = cache_refill(c, objs + got, want);
+
+		got += k;
+		if (k < want)
+			break;
+	}
+	if (got == n)
+		return true;
+	cache_free_objects(c, objs, got, uslab_opt.lookahead);
+	errno = ENOMEM;
+	return false;
+}
+
+size_t uslab_priv_alloc_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
+{
+	struct pcs *p;
+	size_t k = 0;
+
+	if (!n)
+		return 0;
+	if (!c->sheaf_capacity || !(p = pcs_self(c)))
+		goto direct;
+
+	thread_lock_self();
+	k = take_main(p, n, objs);
+	while (k < n && n - k < c->sheaf_capacity) {
+		if (!pcs_refill_main(c, p))
+			break;
+		k += take_main(p, n - k, objs + k);
+	}
+	if (k < n && !alloc_from_slabs(c, n - k, objs + k)) {
+		/* All or nothing: what came from sheaves goes back too. */
+		cache_free_objects(c, objs, k, uslab_opt.lookahead);
+		thread_unlock_self();
+		return 0;
+	}
+	count(&p->hot.alloc_bulk, &p->hot.alloc_bulk_objs, n);
+	thread_unlock_self();
+	unpoison_all(c, n, objs);
+	return n;
+
+direct:
+	if (!alloc_from_slabs(c, n, objs))
+		return 0;
+	unpoison_all(c, n, objs);
+	return n;
+}
+
+void uslab_priv_free_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
+{
+	struct pcs *p;
+	size_t i = 0;
+
+	if (!n || !objs)
+		return;
+	poison_all(c, n, objs);
+	if (!c || !c->sheaf_capacity || !(p = pcs_self(c))) {
+		cache_free_objects(c, objs, n, uslab_opt.lookahead);
+		return;
+	}
+
+	thread_lock_self();
+	for (;;) {
+		/* Fill main while it has room. */
+		while (i < n && p->hot.top < p->hot.limit) {
+			void *o = objs[i];
+
+			objs[i++] = NULL;
+			if (o)
+				*p->hot.top++ = o;
+		}
+		if (i == n || n - i >= c->sheaf_capacity || !pcs_make_room(c, p))
+			break;
+	}
+	if (i < n)
+		cache_free_objects(c, objs + i, n - i, uslab_opt.lookahead);
+	count(&p->hot.free_bulk, &p->hot.free_bulk_objs, n);
+	thread_unlock_self();
+}
+
+/* The exported functions: the same as the inline paths, then these. */
+size_t uslab_cache_alloc_bulk(struct uslab_cache *c, size_t n, void **objs)
+{
+	struct pcs *p = (struct pcs *)((char *)tls_pcs() + c->hot.pcs_off);
+
+	if (n <= (size_t)(p->hot.top - p->hot.bottom)) {
+		p->hot.top -= n;
+		for (size_t i = 0; i < n; i++)
+			objs[i] = p->hot.top[i];
+		count(&p->hot.alloc_bulk, &p->hot.alloc_bulk_objs, n);
+		unpoison_all(c, n, objs);
+		return n;
+	}
+	return uslab_priv_alloc_bulk_slow(c, n, objs);
+}
+
+void uslab_cache_free_bulk(struct uslab_cache *c, size_t n, void **objs)
+{
+	struct pcs *p;
+
+	if (c && objs) {
+		p = (struct pcs *)((char *)tls_pcs() + c->hot.pcs_off);
+		if (n <= (size_t)(p->hot.limit - p->hot.top)) {
+			poison_all(c, n, objs);
+			for (size_t i = 0; i < n; i++) {
+				void *o = objs[i];
+
+				objs[i] = NULL;
+				if (o)
+					*p->hot.top++ = o;
+			}
+			count(&p->hot.free_bulk, &p->hot.free_bulk_objs, n);
+			return;
+		}
+	}
+	uslab_priv_free_bulk_slow(c, n, objs);
+}
