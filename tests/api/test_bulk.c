@@ -28,7 +28,8 @@ static void check_fresh(struct uslab_cache *c, size_t n, void **p, size_t size)
 	memcpy(sorted, p, n * sizeof(void *));
 	qsort(sorted, n, sizeof(void *), cmp_ptr);
 	for (size_t i = 0; i < n; i++) {
-		CHECK(sorted[i] && uslab_cache_of(sorted[i]) == c, "entry %zu is an object of c", i);
+		CHECK(sorted[i] && uslab_cache_of(sorted[i]) == c, "entry %zu is an object of c",
+		      i);
 		CHECK(i == 0 || (uintptr_t)sorted[i] - (uintptr_t)sorted[i - 1] >= size,
 		      "objects %zu and %zu overlap or repeat", i - 1, i);
 	}
@@ -46,9 +47,9 @@ static void check_stamps(size_t n, void **p)
 
 static void test_sizes(void)
 {
-	static const size_t sizes[] = { 1,  2,  3,   4,   7,   8,    15,   16,   30,   32,   34,
-					48, 64, 100, 126, 127, 128,  158,  250,  253,  254,  255,
-					500, 1000, 2047, 4096, 5000, 9999, 20000 };
+	static const size_t sizes[] = { 1,   2,	  3,   4,    7,	   8,	 15,   16,   30,   32,
+					34,  48,  64,  100,  126,  127,	 128,  158,  250,  253,
+					254, 255, 500, 1000, 2047, 4096, 5000, 9999, 20000 };
 	struct uslab_cache *c = uslab_cache_create("bulk", 96, NULL, 0);
 	void **p = calloc(20000, sizeof(void *));
 	struct uslab_cache_stats st;
