@@ -39,6 +39,7 @@ static void *producer(void *arg)
 
 	(void)arg;
 	pin_to_cpu(0);
+	peer_thread_init();
 	pthread_barrier_wait(&go);
 	for (unsigned long i = 0; i < count; i++) {
 		uint64_t *p;
@@ -66,6 +67,7 @@ static void *consumer(void *arg)
 
 	(void)arg;
 	pin_to_cpu(1);
+	peer_thread_init();
 	pthread_barrier_wait(&go);
 	for (unsigned long i = 0; i < count; i++) {
 		uint64_t *p;

@@ -24,6 +24,7 @@ static void *worker(void *arg)
 	void *p[BURST];
 
 	pin_to_cpu((int)(uintptr_t)arg);
+	peer_thread_init();
 	pthread_barrier_wait(&go);
 	for (unsigned long done = 0; done < ops; done += BURST) {
 		for (int i = 0; i < BURST; i++) {

@@ -12,9 +12,14 @@
  *   mimalloc  mi_malloc / mi_free
  *   jemalloc  malloc / free (libjemalloc linked: its malloc)
  *   tcmalloc  tc_malloc / tc_free
+ *   dpdk      rte_mempool_generic_get / _put with a 512-object per-lcore
+ *             cache (EAL started with --no-huge --no-pci; threads other
+ *             than the main one register with rte_thread_register)
  *
- * peer_init(size) prepares for objects of one size; peer_alloc and
- * peer_free are what the loops call.
+ * peer_init(size) prepares for objects of one size; every thread other
+ * than the one that called peer_init calls peer_thread_init() first;
+ * peer_alloc / peer_free and peer_alloc_bulk / peer_free_bulk are what the
+ * loops call (the malloc peers have no bulk interface: a loop stands in).
  */
 #ifndef USLAB_BENCH_PEER_H
 #define USLAB_BENCH_PEER_H
@@ -47,6 +52,17 @@ static inline void peer_free(void *p, size_t size)
 {
 	(void)size;
 	uslab_cache_free(peer_cache, p);
+}
+#define PEER_HAS_BULK
+static inline size_t peer_alloc_bulk(size_t size, size_t n, void **p)
+{
+	(void)size;
+	return uslab_cache_alloc_bulk(peer_cache, n, p);
+}
+static inline void peer_free_bulk(size_t size, size_t n, void **p)
+{
+	(void)size;
+	uslab_cache_free_bulk(peer_cache, n, p);
 }
 /* BENCH_STATS=1: print the cache's slow-path events to stderr. */
 static inline void peer_report(void)
@@ -140,12 +156,109 @@ static inline void peer_free(void *p, size_t size)
 	tc_free(p);
 }
 
+#elif defined(PEER_DPDK)
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+#include <rte_mempool.h>
+#include <stdio.h>
+#define PEER_NAME "dpdk"
+#define PEER_NO_REPORT
+#define PEER_HAS_BULK
+#define PEER_HAS_THREAD_INIT
+static struct rte_mempool *peer_pool;
+/*
+ * One pool of BENCH_DPDK_OBJS objects (default 2^20 - 1, the size DPDK
+ * recommends: 2^q - 1), a 512-object cache per lcore.
+ */
+static inline void peer_init(size_t size)
+{
+	char *eal[] = { (char *)"bench",
+			(char *)"--no-huge",
+			(char *)"--no-pci",
+			(char *)"--no-telemetry",
+			(char *)"-l",
+			(char *)"0-1",
+			(char *)"--log-level",
+			(char *)"*:error",
+			(char *)"-m",
+			(char *)"2048",
+			NULL };
+	const char *n = getenv("BENCH_DPDK_OBJS");
+	unsigned int objs = n ? (unsigned int)strtoul(n, NULL, 0) : (1u << 20) - 1;
+
+	if (rte_eal_init(10, eal) < 0) {
+		fprintf(stderr, "dpdk: rte_eal_init failed: %s\n", rte_strerror(rte_errno));
+		abort();
+	}
+	peer_pool = rte_mempool_create("bench", objs, (unsigned int)size, 512, 0, NULL, NULL, NULL,
+				       NULL, SOCKET_ID_ANY, 0);
+	if (!peer_pool) {
+		fprintf(stderr, "dpdk: rte_mempool_create failed: %s\n", rte_strerror(rte_errno));
+		abort();
+	}
+}
+static inline void peer_thread_init(void)
+{
+	if (rte_lcore_id() == LCORE_ID_ANY && rte_thread_register())
+		abort();
+}
+static inline struct rte_mempool_cache *peer_dpdk_cache(void)
+{
+	return rte_mempool_default_cache(peer_pool, rte_lcore_id());
+}
+static inline void *peer_alloc(size_t size)
+{
+	void *o;
+
+	(void)size;
+	if (rte_mempool_generic_get(peer_pool, &o, 1, peer_dpdk_cache()))
+		return NULL;
+	return o;
+}
+static inline void peer_free(void *p, size_t size)
+{
+	(void)size;
+	rte_mempool_generic_put(peer_pool, &p, 1, peer_dpdk_cache());
+}
+static inline size_t peer_alloc_bulk(size_t size, size_t n, void **p)
+{
+	(void)size;
+	return rte_mempool_generic_get(peer_pool, p, (unsigned int)n, peer_dpdk_cache()) ? 0 : n;
+}
+static inline void peer_free_bulk(size_t size, size_t n, void **p)
+{
+	(void)size;
+	rte_mempool_generic_put(peer_pool, p, (unsigned int)n, peer_dpdk_cache());
+}
+
 #else
-#error "define one of PEER_USLAB PEER_USLAB_CALL PEER_GLIBC PEER_MIMALLOC PEER_JEMALLOC PEER_TCMALLOC"
+#error "define one of PEER_USLAB PEER_USLAB_CALL PEER_GLIBC PEER_MIMALLOC PEER_JEMALLOC PEER_TCMALLOC PEER_DPDK"
 #endif
 
 #ifdef PEER_NO_REPORT
 static inline void peer_report(void)
+{
+}
+#endif
+
+#ifndef PEER_HAS_BULK
+static inline size_t peer_alloc_bulk(size_t size, size_t n, void **p)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!(p[i] = peer_alloc(size)))
+			abort();
+	return n;
+}
+static inline void peer_free_bulk(size_t size, size_t n, void **p)
+{
+	for (size_t i = 0; i < n; i++)
+		peer_free(p[i], size);
+}
+#endif
+
+#ifndef PEER_HAS_THREAD_INIT
+static inline void peer_thread_init(void)
 {
 }
 #endif

@@ -288,6 +288,7 @@ struct uslab_options {
 	unsigned int lookahead;	     /* USLAB_LOOKAHEAD */
 	unsigned int purge_delay_ms; /* USLAB_PURGE_DELAY_MS */
 	unsigned int retain_kb;	     /* USLAB_RETAIN_KB */
+	unsigned int prefetch;	     /* USLAB_PREFETCH */
 	unsigned int nr_cpus;
 };
 

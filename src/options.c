@@ -42,6 +42,8 @@ static const struct option_row {
 	  "milliseconds a freed slab's pages stay resident for reuse" },
 	{ "USLAB_RETAIN_KB", &uslab_opt.retain_kb, 65536, 0, 1u << 30,
 	  "KiB of freed slab pages kept resident at most" },
+	{ "USLAB_PREFETCH", &uslab_opt.prefetch, 254, 0, 254,
+	  "objects of a sheaf taken from the barn prefetched for writing" },
 };
 
 void options_init(void)

@@ -122,7 +122,14 @@ void sheaf_flush(struct uslab_cache *c, struct sheaf *sh)
  */
 static void sheaf_prefetch(struct sheaf *sh)
 {
-	for (uint32_t i = 0; i < sh->size; i++)
+	/*
+	 * In pop order (the top first), all of them by default: prefetching
+	 * only the first 8..64, or bottom-up, left producer -> consumer at a
+	 * third of the throughput or less (doc/tuning.md, USLAB_PREFETCH).
+	 */
+	uint32_t n = sh->size < uslab_opt.prefetch ? sh->size : uslab_opt.prefetch;
+
+	for (uint32_t i = sh->size; i-- > sh->size - n;)
 		__builtin_prefetch(sh->objs[i], 1, 3);
 }
 
