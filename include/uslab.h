@@ -231,6 +231,15 @@ USLAB_API int uslab_cache_stats(const struct uslab_cache *c, struct uslab_cache_
 USLAB_API const char *uslab_cache_name(const struct uslab_cache *c);
 
 /**
+ * uslab_cache_size - the object size a cache was created with.
+ * @c: the cache.
+ *
+ * Context: any thread.
+ * Return: the size in bytes (what kmem_cache_size() returns), 0 if @c is NULL.
+ */
+USLAB_API size_t uslab_cache_size(const struct uslab_cache *c);
+
+/**
  * uslab_stat_name - the name of a slow-path event counter.
  * @item: an enum uslab_stat_item value.
  *

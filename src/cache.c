@@ -626,6 +626,11 @@ const char *uslab_cache_name(const struct uslab_cache *c)
 	return c ? c->name : NULL;
 }
 
+size_t uslab_cache_size(const struct uslab_cache *c)
+{
+	return c ? c->object_size : 0;
+}
+
 /* ------------------------------------------------------------ fork */
 
 /* Called with caches_lock and every thread lock held (init.c). */

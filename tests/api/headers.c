@@ -2,6 +2,7 @@
 /* Every public header compiles on its own, as C11 (and as C++: headers.cpp). */
 #include <uslab.h>
 #include <uslab/stats.h>
+#include <uslab/kmem.h>
 #include <uslab.h> /* twice: include guards */
 
 int main(void)

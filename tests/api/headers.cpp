@@ -2,6 +2,7 @@
 /* Every public header compiles on its own, as C++ (and as C11: headers.c). */
 #include <uslab.h>
 #include <uslab/stats.h>
+#include <uslab/kmem.h>
 #include <uslab.h> /* twice: include guards */
 
 int main(void)
