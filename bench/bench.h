@@ -65,6 +65,18 @@ static inline double tsc_per_ns(void)
 	return ghz;
 }
 
+/* xorshift64*: deterministic pseudo-random numbers from a seed. */
+static inline uint64_t rnd(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 0x2545F4914F6CDD1Dull;
+}
+
 static inline int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;

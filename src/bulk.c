@@ -6,16 +6,17 @@
  * The inline paths (uslab/fastpath.h) serve a request the main sheaf can
  * take whole: a copy of n pointers. These slow paths serve the rest:
  *
- *   alloc: copy what main holds; a remainder smaller than a sheaf is
- *          served by refilling main (spare, barn, slabs), a larger one
- *          straight from slabs, whole slab freelists at a time, without
- *          passing through sheaves. All or nothing: on failure every object
+ *   alloc: copy what main holds, then what the spare and the barn's full
+ *          sheaves hold; a remainder smaller than a sheaf refills main from
+ *          slabs, a larger one comes straight from slabs, whole slab
+ *          freelists at a time. All or nothing: on failure every object
  *          taken goes back and 0 is returned.
- *   free:  push into main while it has room; a remainder smaller than a
- *          sheaf makes room in main (spare, barn, flush), a larger one goes
- *          straight to slabs as detached freelists, one per slab, handed
- *          over under one node lock per 32 slabs. Without a cache (kfree_bulk)
- *          every object goes to its own slab that way.
+ *   free:  push into main, then into the spare and empty sheaves traded at
+ *          the barn while it takes full ones; a remainder smaller than a
+ *          sheaf may flush main, a larger one goes straight to slabs as
+ *          detached freelists, one per slab, handed over under one node
+ *          lock per 32 slabs. Without a cache (kfree_bulk) every object
+ *          goes to its own slab that way.
  *
  * Locks: the thread's own tstate lock while sheaves change, node locks
  * inside cache.c. No per-object lock or atomic.
@@ -99,11 +100,13 @@ size_t uslab_priv_alloc_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 
 	thread_lock_self();
 	k = take_main(p, n, objs);
-	while (k < n && n - k < c->sheaf_capacity) {
-		if (!pcs_refill_main(c, p))
-			break;
+	/*
+	 * More from the spare and the barn's full sheaves; refill a sheaf
+	 * from slabs only for a remainder smaller than a sheaf (it leaves
+	 * the rest for the next call), else go to the slabs directly.
+	 */
+	while (k < n && pcs_refill_main(c, p, n - k < c->sheaf_capacity))
 		k += take_main(p, n - k, objs + k);
-	}
 	if (k < n && !alloc_from_slabs(c, n - k, objs + k)) {
 		/* All or nothing: what came from sheaves goes back too. */
 		cache_free_objects(c, objs, k, uslab_opt.lookahead);
@@ -145,7 +148,8 @@ void uslab_priv_free_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 			if (o)
 				*p->hot.top++ = o;
 		}
-		if (i == n || n - i >= c->sheaf_capacity || !pcs_make_room(c, p))
+		/* Room from the spare or the barn; a flush only for a small rest. */
+		if (i == n || !pcs_make_room(c, p, n - i < c->sheaf_capacity))
 			break;
 	}
 	if (i < n)

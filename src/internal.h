@@ -235,8 +235,8 @@ INTERNAL void sheaf_flush(struct uslab_cache *c, struct sheaf *sh);
 INTERNAL int sheaf_bootstrap(void);
 INTERNAL void pcs_drain(struct pcs *p);
 INTERNAL struct pcs *pcs_self(const struct uslab_cache *c);
-INTERNAL bool pcs_refill_main(struct uslab_cache *c, struct pcs *p);
-INTERNAL bool pcs_make_room(struct uslab_cache *c, struct pcs *p);
+INTERNAL bool pcs_refill_main(struct uslab_cache *c, struct pcs *p, bool from_slabs);
+INTERNAL bool pcs_make_room(struct uslab_cache *c, struct pcs *p, bool may_flush);
 INTERNAL void sheaf_flush_self(struct uslab_cache *c);
 INTERNAL void pcs_bump(struct pcs *p, enum uslab_stat_item item, uint64_t n);
 

@@ -216,12 +216,13 @@ static struct sheaf *pcs_get_empty(struct uslab_cache *c, struct pcs *p)
 
 /*
  * pcs_refill_main - give an empty (or absent) main sheaf objects: swap in
- * a full spare, else trade main for a full sheaf at the barn, else refill
- * main from slabs. Under the thread's lock.
- * Return: true when main holds objects; false when no memory could be had
- * (errno ENOMEM).
+ * a full spare, else trade main for a full sheaf at the barn, else (if
+ * @from_slabs) refill main from slabs. Under the thread's lock.
+ * Return: true when main holds objects; false when the sheaves and the barn
+ * had none and @from_slabs is false, or no memory could be had (errno
+ * ENOMEM).
  */
-bool pcs_refill_main(struct uslab_cache *c, struct pcs *p)
+bool pcs_refill_main(struct uslab_cache *c, struct pcs *p, bool from_slabs)
 {
 	struct sheaf *full, *empty;
 	unsigned int n;
@@ -245,6 +246,11 @@ bool pcs_refill_main(struct uslab_cache *c, struct pcs *p)
 	}
 	pcs_bump(p, USLAB_STAT_BARN_GET_FAIL, 1);
 
+	if (!from_slabs) {
+		if (empty)
+			pcs_set_main(p, empty);
+		return false;
+	}
 	if (!empty) {
 		empty = sheaf_alloc(c);
 		if (!empty) {
@@ -267,12 +273,13 @@ bool pcs_refill_main(struct uslab_cache *c, struct pcs *p)
 /*
  * pcs_make_room - give a full (or absent) main sheaf room: swap in an empty
  * spare, else park main as the spare behind an empty sheaf, else trade it
- * for an empty one at the barn, else flush it to slabs. Under the thread's
- * lock.
- * Return: true when main has room; false only when there is no main and no
- * sheaf could be allocated.
+ * for an empty one at the barn, else (if @may_flush) flush it to slabs.
+ * Under the thread's lock.
+ * Return: true when main has room; false when there is no main and no sheaf
+ * could be allocated, or only a flush would make room and @may_flush is
+ * false.
  */
-bool pcs_make_room(struct uslab_cache *c, struct pcs *p)
+bool pcs_make_room(struct uslab_cache *c, struct pcs *p, bool may_flush)
 {
 	struct sheaf *sh, *full;
 	bool taken;
@@ -318,6 +325,8 @@ bool pcs_make_room(struct uslab_cache *c, struct pcs *p)
 		pcs_bump(p, USLAB_STAT_BARN_PUT_FAIL, 1);
 		pcs_set_main(p, full);
 	}
+	if (!may_flush)
+		return false;
 	/* Nowhere to park a full sheaf: return main's objects to slabs. */
 	sh = pcs_detach_main(p);
 	sheaf_flush(c, sh);
@@ -335,7 +344,7 @@ void *uslab_priv_alloc_slow(struct uslab_cache *c)
 		return cache_alloc_direct(c);
 	thread_lock_self();
 	pcs_bump(p, USLAB_STAT_ALLOC_SLOWPATH, 1);
-	if (pcs_refill_main(c, p)) {
+	if (pcs_refill_main(c, p, true)) {
 		obj = *--p->hot.top;
 		asan_unpoison(obj, c->object_size);
 	} else {
@@ -357,7 +366,7 @@ void uslab_priv_free_slow(struct uslab_cache *c, void *obj)
 	}
 	thread_lock_self();
 	pcs_bump(p, USLAB_STAT_FREE_SLOWPATH, 1);
-	if (pcs_make_room(c, p))
+	if (pcs_make_room(c, p, true))
 		*p->hot.top++ = obj;
 	else
 		cache_free_objects(c, &obj, 1, 0);

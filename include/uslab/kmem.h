@@ -55,7 +55,7 @@ static inline struct kmem_cache *kmem_cache_create(const char *name, unsigned in
 }
 
 /* KMEM_CACHE(struct name, flags): a cache named and aligned after a struct. */
-#define KMEM_CACHE(__struct, __flags)                                                        \
+#define KMEM_CACHE(__struct, __flags)                                                       \
 	kmem_cache_create(#__struct, sizeof(struct __struct), __alignof__(struct __struct), \
 			  (__flags), NULL)
 

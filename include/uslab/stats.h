@@ -19,7 +19,10 @@ extern "C" {
  * Counted per thread without atomics and summed by uslab_cache_stats(),
  * so reading them is approximate while other threads are running. The
  * fast path (a pop from or a push to the thread's main sheaf) is not
- * counted: it is exactly what is not worth a counter.
+ * counted: it is exactly what is not worth a counter. The bulk counters
+ * (USLAB_STAT_*_BULK*) count calls that reach the library: every call of
+ * code built with USLAB_NO_INLINE (and uslab's own callers), but not the
+ * calls an inline fast path serves from the main sheaf.
  */
 enum uslab_stat_item {
 	USLAB_STAT_ALLOC_SLOWPATH = 0, /* alloc found the main sheaf empty */
@@ -34,7 +37,7 @@ enum uslab_stat_item {
 	USLAB_STAT_SHEAF_ALLOC,	       /* a new empty sheaf allocated */
 	USLAB_STAT_SLAB_NEW,	       /* a slab taken from the OS layer */
 	USLAB_STAT_SLAB_FREE,	       /* an empty slab given back to the OS layer */
-	USLAB_STAT_ALLOC_BULK,	       /* calls to uslab_cache_alloc_bulk() */
+	USLAB_STAT_ALLOC_BULK,	       /* uslab_cache_alloc_bulk() calls (see above) */
 	USLAB_STAT_ALLOC_BULK_OBJS,    /* objects they returned */
 	USLAB_STAT_FREE_BULK,	       /* calls to uslab_cache_free_bulk() */
 	USLAB_STAT_FREE_BULK_OBJS,     /* objects they freed */

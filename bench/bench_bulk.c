@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bench_bulk.c - the seed's slab_bulk_test0{1,2,3} (Jesper Dangaard Brouer's
+ * prototype-kernel modules), in userspace, per peer.
+ *
+ *	bulk-<peer> test01 [LOOPS]
+ *		bulk sizes 1 2 3 4 8 16 30 32 34 48 64 128 158 250: "fallback"
+ *		(a loop of single allocs, then a loop of single frees) against
+ *		the bulk API (one bulk alloc, one bulk free); per object
+ *		"N cycles(tsc) X.XXX ns" and the improvement in %.
+ *	bulk-<peer> test02 [LOOPS [REPEAT]]
+ *		bulk sizes 16 48 144 512 2048, each measured REPEAT times
+ *		(default 100): min, avg, max and stddev of cycles per object.
+ *	bulk-<peer> test03 [LIVE [CHUNK [OPS]]]
+ *		the worst case: LIVE objects (default 1M) allocated, then OPS
+ *		times a chunk of CHUNK (default 64) objects drawn at random from
+ *		the live set is bulk-freed and as many bulk-allocated back, so
+ *		neighbouring array entries are from different slabs. Per object
+ *		cycles of one free + one alloc. uslab's look-ahead is set with
+ *		USLAB_LOOKAHEAD; USLAB_SHEAF_CAPACITY=1 sends every bulk free
+ *		straight to the slabs (detached freelists only, the seed's case).
+ *
+ * Objects are not touched (as in the seed's modules): what is measured is
+ * the allocator.
+ */
+#include "bench.h"
+#include "peer.h"
+
+#include <math.h>
+
+#define SIZE 256
+static const size_t sizes01[] = { 1, 2, 3, 4, 8, 16, 30, 32, 34, 48, 64, 128, 158, 250 };
+static const size_t sizes02[] = { 16, 48, 144, 512, 2048 };
+
+/* Cycles per object of LOOPS rounds of n allocs then n frees, one by one. */
+static double fallback(size_t n, unsigned long loops, void **p)
+{
+	uint64_t t0 = tsc_now();
+
+	for (unsigned long l = 0; l < loops; l++) {
+		for (size_t i = 0; i < n; i++)
+			p[i] = peer_alloc(SIZE);
+		escape(p);
+		for (size_t i = 0; i < n; i++)
+			peer_free(p[i], SIZE);
+	}
+	return (double)(tsc_now() - t0) / (double)(loops * n);
+}
+
+/* Cycles per object of LOOPS rounds of one bulk alloc and one bulk free. */
+static double bulk(size_t n, unsigned long loops, void **p)
+{
+	uint64_t t0 = tsc_now();
+
+	for (unsigned long l = 0; l < loops; l++) {
+		if (peer_alloc_bulk(SIZE, n, p) != n)
+			abort();
+		escape(p);
+		peer_free_bulk(SIZE, n, p);
+	}
+	return (double)(tsc_now() - t0) / (double)(loops * n);
+}
+
+static void test01(unsigned long objs)
+{
+	void *p[256];
+	char param[32];
+
+	printf("bulk- fallback - bulk API   (%s, %d-byte objects)\n", PEER_NAME, SIZE);
+	for (size_t k = 0; k < sizeof(sizes01) / sizeof(sizes01[0]); k++) {
+		size_t n = sizes01[k];
+		unsigned long loops = objs / n;
+		double f[5], b[5], fm, bm;
+
+		fallback(n, loops / 10 + 1, p); /* warm */
+		for (int r = 0; r < 5; r++) {
+			f[r] = fallback(n, loops, p);
+			b[r] = bulk(n, loops, p);
+		}
+		fm = median(f, 5);
+		bm = median(b, 5);
+		printf("%3zu - %3.0f cycles(tsc) %6.3f ns - %3.0f cycles(tsc) %6.3f ns - improved %5.1f%%\n",
+		       n, fm, fm / tsc_per_ns(), bm, bm / tsc_per_ns(), 100.0 * (fm - bm) / fm);
+		snprintf(param, sizeof(param), "%zu", n);
+		printf("CSV,test01,%s,%s,fallback_cycles,%.3f\n", PEER_NAME, param, fm);
+		printf("CSV,test01,%s,%s,bulk_cycles,%.3f\n", PEER_NAME, param, bm);
+		printf("CSV,test01,%s,%s,fallback_ns,%.4f\n", PEER_NAME, param, fm / tsc_per_ns());
+		printf("CSV,test01,%s,%s,bulk_ns,%.4f\n", PEER_NAME, param, bm / tsc_per_ns());
+	}
+}
+
+static void test02(unsigned long objs, int repeat)
+{
+	void **p = malloc(2048 * sizeof(void *));
+	double *v = malloc((size_t)repeat * sizeof(double));
+	char param[32];
+
+	printf("bulk size: min / avg / max / stddev cycles per object (%s, %d runs)\n", PEER_NAME,
+	       repeat);
+	for (size_t k = 0; k < sizeof(sizes02) / sizeof(sizes02[0]); k++) {
+		size_t n = sizes02[k];
+		unsigned long loops = objs / n ? objs / n : 1;
+		double min = 1e30, max = 0, sum = 0, sq = 0, avg, sd;
+
+		bulk(n, loops, p); /* warm */
+		for (int r = 0; r < repeat; r++) {
+			v[r] = bulk(n, loops, p);
+			min = v[r] < min ? v[r] : min;
+			max = v[r] > max ? v[r] : max;
+			sum += v[r];
+		}
+		avg = sum / repeat;
+		for (int r = 0; r < repeat; r++)
+			sq += (v[r] - avg) * (v[r] - avg);
+		sd = sqrt(sq / repeat);
+		printf("bulk size:%4zu  between %.0f-%.0f (average: %.2f stddev: +/-%.1f)\n", n,
+		       min, max, avg, sd);
+		snprintf(param, sizeof(param), "%zu", n);
+		printf("CSV,test02,%s,%s,min,%.3f\n", PEER_NAME, param, min);
+		printf("CSV,test02,%s,%s,avg,%.3f\n", PEER_NAME, param, avg);
+		printf("CSV,test02,%s,%s,max,%.3f\n", PEER_NAME, param, max);
+		printf("CSV,test02,%s,%s,stddev,%.3f\n", PEER_NAME, param, sd);
+	}
+	free(p);
+	free(v);
+}
+
+static void test03(size_t live, size_t chunk, unsigned long ops)
+{
+	void **set = malloc(live * sizeof(void *));
+	size_t *idx = malloc(chunk * sizeof(size_t));
+	void **p = malloc(chunk * sizeof(void *));
+	uint64_t seed = 12345, t0, cyc;
+	const char *la = getenv("USLAB_LOOKAHEAD");
+	const char *sc = getenv("USLAB_SHEAF_CAPACITY");
+	char variant[64], param[32];
+
+	for (size_t i = 0; i < live; i += chunk) {
+		size_t n = live - i < chunk ? live - i : chunk;
+
+		if (peer_alloc_bulk(SIZE, n, set + i) != n)
+			abort();
+	}
+	/* Shuffle, so the live set's order says nothing about slabs. */
+	for (size_t i = live - 1; i > 0; i--) {
+		size_t j = (size_t)(rnd(&seed) % (i + 1));
+		void *t = set[i];
+
+		set[i] = set[j];
+		set[j] = t;
+	}
+	t0 = tsc_now();
+	for (unsigned long o = 0; o < ops + ops / 10; o++) {
+		if (o == ops / 10)
+			t0 = tsc_now(); /* the first tenth warms up */
+		/* CHUNK distinct live objects, drawn at random. */
+		for (size_t i = 0; i < chunk; i++) {
+			do
+				idx[i] = (size_t)(rnd(&seed) % live);
+			while (!set[idx[i]]);
+			p[i] = set[idx[i]];
+			set[idx[i]] = NULL;
+		}
+		peer_free_bulk(SIZE, chunk, p);
+		if (peer_alloc_bulk(SIZE, chunk, p) != chunk)
+			abort();
+		for (size_t i = 0; i < chunk; i++)
+			set[idx[i]] = p[i];
+	}
+	cyc = tsc_now() - t0;
+	snprintf(variant, sizeof(variant), "%s%s%s%s", PEER_NAME, la ? "-la" : "", la ? la : "",
+		 sc && !strcmp(sc, "1") ? "-nosheaf" : "");
+	snprintf(param, sizeof(param), "%zu", chunk);
+	report_cycles("test03", variant, param, (double)cyc / (double)(ops * chunk));
+	free(set);
+	free(idx);
+	free(p);
+}
+
+int main(int argc, char **argv)
+{
+	const char *test = argc > 1 ? argv[1] : "test01";
+
+	pin_to_cpu(0);
+	peer_init(SIZE);
+	if (!strcmp(test, "test01")) {
+		test01(argc > 2 ? strtoul(argv[2], NULL, 0) : 2000000);
+	} else if (!strcmp(test, "test02")) {
+		test02(argc > 2 ? strtoul(argv[2], NULL, 0) : 200000,
+		       argc > 3 ? atoi(argv[3]) : 100);
+	} else if (!strcmp(test, "test03")) {
+		test03(argc > 2 ? strtoul(argv[2], NULL, 0) : 1000000,
+		       argc > 3 ? strtoul(argv[3], NULL, 0) : 64,
+		       argc > 4 ? strtoul(argv[4], NULL, 0) : 200000);
+	} else {
+		fprintf(stderr, "usage: %s test01|test02|test03 [args]\n", argv[0]);
+		return 2;
+	}
+	peer_report();
+	return 0;
+}
