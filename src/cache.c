@@ -488,6 +488,93 @@ unsigned int cache_refill(struct uslab_cache *c, void **dst, unsigned int want)
 	return got;
 }
 
+/*
+ * Take one slab's free objects into @seg under node->lock: its whole
+ * freelist (O(1), not walked) and up to @room never-used objects.
+ * Return: objects taken.
+ */
+static unsigned int detach_slab(struct uslab_cache *c, struct slab *s, unsigned int room,
+				struct uslab_list_seg *seg)
+{
+	struct node *n = &c->node;
+	bool was_empty = slab_is_empty(s);
+	unsigned int took = s->nfree;
+
+	seg->head = s->freelist;
+	seg->nfree = s->nfree;
+	seg->base = s->base;
+	s->freelist = NULL;
+	s->nfree = 0;
+	seg->ncarve = took < room ? room - took : 0;
+	if (seg->ncarve > s->objects - s->bump)
+		seg->ncarve = s->objects - s->bump;
+	seg->carve = s->base + (size_t)s->bump * c->size;
+	s->bump += seg->ncarve;
+	took += seg->ncarve;
+	if (s->state == SLAB_PARTIAL) {
+		n->nr_free -= took;
+		if (was_empty && took)
+			n->nr_empty--;
+		if (s->bump == s->objects) {
+			partial_del(n, s);
+			s->state = SLAB_FULL;
+		}
+	}
+	return took;
+}
+
+/**
+ * cache_detach_lists - take at least @want free objects of @c as whole slab
+ * freelists and never-used ranges, without touching an object.
+ *
+ * Partial slabs first, under one node lock; then new slabs.
+ * Return: objects in @segs[0..*nseg); fewer than @want (errno ENOMEM) only
+ * when @max segments or the OS ran out.
+ */
+size_t cache_detach_lists(struct uslab_cache *c, size_t want, struct uslab_list_seg *segs,
+			  unsigned int max, unsigned int *nseg)
+{
+	struct node *n = &c->node;
+	size_t got = 0;
+	unsigned int k = 0;
+
+	ulock_lock(&n->lock);
+	while (got < want && k < max && n->partial.next != &n->partial) {
+		unsigned int room =
+			want - got > UINT32_MAX ? UINT32_MAX : (unsigned int)(want - got);
+
+		got += detach_slab(c, n->partial.next, room, &segs[k++]);
+	}
+	ulock_unlock(&n->lock);
+	while (got < want && k < max) {
+		struct slab *s = os_slab_alloc(c->order);
+		unsigned int room =
+			want - got > UINT32_MAX ? UINT32_MAX : (unsigned int)(want - got);
+
+		if (!s)
+			break;
+		slab_setup(c, s);
+		s->state = SLAB_NEW; /* nobody else sees it yet */
+		got += detach_slab(c, s, room, &segs[k++]);
+		ulock_lock(&n->lock);
+		n->nr_slabs++;
+		n->nr_objects += s->objects;
+		n->ev[USLAB_STAT_SLAB_NEW]++;
+		if (s->bump < s->objects) {
+			n->nr_free += s->objects - s->bump;
+			s->state = SLAB_PARTIAL;
+			partial_add_head(n, s);
+		} else {
+			s->state = SLAB_FULL;
+		}
+		ulock_unlock(&n->lock);
+	}
+	*nseg = k;
+	if (got < want)
+		errno = ENOMEM;
+	return got;
+}
+
 /* One object without sheaves: uslab's metadata and sheaf-less caches. */
 void *cache_alloc_direct(struct uslab_cache *c)
 {
