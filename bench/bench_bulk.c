@@ -20,23 +20,13 @@
  *		USLAB_LOOKAHEAD; USLAB_SHEAF_CAPACITY=1 sends every bulk free
  *		straight to the slabs (detached freelists only, the seed's case).
  *
- *	bulk-uslab test04 [LIVE [CHUNK [TOUCH]]]
- *		freelist hand-off against array bulk alloc with cache-cold
- *		objects: LIVE objects (default 1M) allocated, a random half
- *		freed back to the slabs, then the free half allocated again
- *		in chunks of CHUNK (default 64), the caller writing the first
- *		TOUCH bytes (default 64) of each object, through
- *		uslab_cache_alloc_bulk() (array) and uslab_cache_alloc_list()
- *		+ uslab_list_pop() (list), a fresh cache per run, alternated.
- *
- * Objects are not touched in tests 01-03 (as in the seed's modules): what
- * is measured is the allocator.
+ * Objects are not touched (as in the seed's modules): what is measured is
+ * the allocator.
  */
 #include "bench.h"
 #include "peer.h"
 
 #include <math.h>
-#include <stdbool.h>
 
 #define SIZE 256
 static const size_t sizes01[] = { 1, 2, 3, 4, 8, 16, 30, 32, 34, 48, 64, 128, 158, 250 };
@@ -187,92 +177,6 @@ static void test03(size_t live, size_t chunk, unsigned long ops)
 	free(p);
 }
 
-#ifdef PEER_USLAB
-/* A cache whose slabs hold a random half of LIVE objects free, cold. */
-static struct uslab_cache *cold_cache(size_t live, void **set)
-{
-	struct uslab_cache *c = uslab_cache_create("cold", SIZE, NULL, 0);
-	uint64_t seed = 4242;
-
-	for (size_t i = 0; i < live; i++) {
-		set[i] = uslab_cache_alloc(c);
-		memset(set[i], 1, SIZE);
-	}
-	for (size_t i = 0; i < live; i++)
-		if (rnd(&seed) & 1) {
-			uslab_cache_free(c, set[i]);
-			set[i] = NULL;
-		}
-	uslab_cache_shrink(c); /* every free object back on its slab */
-	return c;
-}
-
-/* Cycles per object of allocating what @c holds free, CHUNK at a time. */
-static double cold_run(struct uslab_cache *c, size_t nfree, size_t chunk, size_t touch, bool list,
-		       void **out)
-{
-	size_t got = 0;
-	uint64_t t0 = tsc_now();
-
-	while (got + chunk <= nfree) {
-		if (list) {
-			struct uslab_list l;
-			void *obj;
-
-			uslab_cache_alloc_list(c, chunk, &l);
-			for (size_t i = 0; i < chunk && (obj = uslab_list_pop(&l)); i++) {
-				memset(obj, 2, touch);
-				out[got++] = obj;
-			}
-			uslab_list_free(&l);
-		} else {
-			if (uslab_cache_alloc_bulk(c, chunk, out + got) != chunk)
-				abort();
-			for (size_t i = 0; i < chunk; i++)
-				memset(out[got + i], 2, touch);
-			got += chunk;
-		}
-	}
-	escape(out);
-	return (double)(tsc_now() - t0) / (double)got;
-}
-
-static void test04(size_t live, size_t chunk, size_t touch)
-{
-	void **set = malloc(live * sizeof(void *));
-	void **out = malloc(live * sizeof(void *));
-	double v[2][5];
-	char param[32];
-
-	printf("cold objects: array bulk alloc vs freelist hand-off (%zu live, chunk %zu, "
-	       "%zu bytes written per object)\n",
-	       live, chunk, touch);
-	for (int r = 0; r < 5; r++) {
-		for (int list = 0; list < 2; list++) {
-			struct uslab_cache *c = cold_cache(live, set);
-			size_t nfree = 0;
-
-			for (size_t i = 0; i < live; i++)
-				nfree += !set[i];
-			v[list][r] = cold_run(c, nfree, chunk, touch, list, out);
-			for (size_t i = 0; i < live; i++)
-				if (set[i])
-					uslab_cache_free(c, set[i]);
-			uslab_cache_free_bulk(c, nfree / chunk * chunk, out);
-			uslab_thread_flush();
-			if (uslab_cache_destroy(c))
-				abort();
-		}
-	}
-	snprintf(param, sizeof(param), "%zu", chunk);
-	report_cycles("test04", "array", param, median(v[0], 5));
-	report_cycles("test04", "list", param, median(v[1], 5));
-	printf("list/array: %.3f\n", median(v[1], 5) / median(v[0], 5));
-	free(set);
-	free(out);
-}
-#endif
-
 int main(int argc, char **argv)
 {
 	const char *test = argc > 1 ? argv[1] : "test01";
@@ -288,14 +192,8 @@ int main(int argc, char **argv)
 		test03(argc > 2 ? strtoul(argv[2], NULL, 0) : 1000000,
 		       argc > 3 ? strtoul(argv[3], NULL, 0) : 64,
 		       argc > 4 ? strtoul(argv[4], NULL, 0) : 200000);
-#ifdef PEER_USLAB
-	} else if (!strcmp(test, "test04")) {
-		test04(argc > 2 ? strtoul(argv[2], NULL, 0) : 1000000,
-		       argc > 3 ? strtoul(argv[3], NULL, 0) : 64,
-		       argc > 4 ? strtoul(argv[4], NULL, 0) : 64);
-#endif
 	} else {
-		fprintf(stderr, "usage: %s test01|test02|test03|test04 [args]\n", argv[0]);
+		fprintf(stderr, "usage: %s test01|test02|test03 [args]\n", argv[0]);
 		return 2;
 	}
 	peer_report();

@@ -178,8 +178,6 @@ struct uslab_cache {
 
 INTERNAL extern struct ulock caches_lock;
 INTERNAL unsigned int cache_refill(struct uslab_cache *c, void **dst, unsigned int want);
-INTERNAL size_t cache_detach_lists(struct uslab_cache *c, size_t want, struct uslab_list_seg *segs,
-				   unsigned int max, unsigned int *nseg);
 INTERNAL void cache_free_objects(struct uslab_cache *c, void **p, size_t n, unsigned int lookahead);
 INTERNAL void *cache_alloc_direct(struct uslab_cache *c);
 INTERNAL void cache_free_direct(struct uslab_cache *c, void *obj);

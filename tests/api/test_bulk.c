@@ -274,71 +274,6 @@ static void test_bulk_double_free(void)
 	      "a double free inside bulk frees is reported");
 }
 
-/*
- * uslab_cache_alloc_list(): at least n distinct objects of c, popped in
- * any amount; what is not popped goes back with uslab_list_free(); bad
- * arguments come back as EINVAL with an empty list.
- */
-static void test_list(void)
-{
-	static const size_t sizes[] = { 1, 2, 17, 64, 300, 1000, 4000 };
-	struct uslab_cache *c = uslab_cache_create("list", 200, NULL, 0);
-	void **p = calloc(8192, sizeof(void *));
-	struct uslab_cache_stats st;
-	struct uslab_list l;
-	uint64_t seed = 7;
-
-	/* Scatter the slabs' freelists: a random half of a live set freed. */
-	for (size_t i = 0; i < 8192; i++)
-		p[i] = uslab_cache_alloc(c);
-	for (size_t i = 0; i < 8192; i++)
-		if (rnd_next(&seed) & 1) {
-			uslab_cache_free(c, p[i]);
-			p[i] = NULL;
-		}
-	uslab_thread_flush();
-	uslab_cache_free_bulk(c, 8192, p);
-	uslab_thread_flush();
-
-	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
-		size_t n = sizes[k], got = uslab_cache_alloc_list(c, n, &l), popped = 0;
-		void *obj;
-
-		CHECK(got && uslab_list_count(&l) == got, "alloc_list(%zu) gave %zu", n, got);
-		CHECK(got >= n || l.nseg == USLAB_LIST_SEGS,
-		      "fewer than %zu only with every segment used", n);
-		if (n > got)
-			n = got;
-		while (popped < n && (obj = uslab_list_pop(&l)))
-			p[popped++] = obj;
-		CHECK(popped == n && uslab_list_count(&l) == got - n, "popped %zu of %zu", popped,
-		      n);
-		check_fresh(c, n, p, 200);
-		if (k & 1) {
-			while ((obj = uslab_list_pop(&l)))
-				p[popped++] = obj;
-			CHECK(popped == got, "the whole list pops (%zu of %zu)", popped, got);
-			check_fresh(c, got, p, 200);
-			CHECK(!uslab_list_pop(&l), "an empty list pops NULL");
-		}
-		uslab_list_free(&l);
-		CHECK(uslab_list_count(&l) == 0, "list_free empties the list");
-		check_stamps(popped, p);
-		uslab_cache_free_bulk(c, popped, p);
-	}
-	uslab_cache_shrink(c);
-	CHECK(uslab_cache_stats(c, &st) == 0 && st.active_objs == 0,
-	      "every object came back (active %lu)", (unsigned long)st.active_objs);
-
-	errno = 0;
-	CHECK(uslab_cache_alloc_list(c, 0, &l) == 0 && errno == EINVAL, "n == 0 is EINVAL");
-	CHECK(uslab_list_count(&l) == 0 && !uslab_list_pop(&l), "and leaves an empty list");
-	errno = 0;
-	CHECK(uslab_cache_alloc_list(NULL, 1, &l) == 0 && errno == EINVAL, "c == NULL is EINVAL");
-	CHECK(uslab_cache_destroy(c) == 0, "destroy after the lists");
-	free(p);
-}
-
 int main(void)
 {
 	const char *la = getenv("USLAB_LOOKAHEAD");
@@ -356,7 +291,6 @@ int main(void)
 	RUN(test_mixed_caches);
 	RUN(test_cross_thread);
 	RUN(test_out_of_memory);
-	RUN(test_list);
 	RUN(test_bulk_double_free);
 	return 0;
 }
