@@ -21,6 +21,8 @@
  * Locks: the thread's own tstate lock while sheaves change, node locks
  * inside cache.c. No per-object lock or atomic.
  */
+#include <string.h>
+
 #include "internal.h"
 
 /* The owner counts its bulk calls; uslab_cache_stats() reads them racily. */
@@ -63,9 +65,46 @@ static size_t take_main(struct pcs *p, size_t n, void **objs)
 	if (k > n)
 		k = n;
 	p->hot.top -= k;
-	for (size_t i = 0; i < k; i++)
-		objs[i] = p->hot.top[i];
+	memcpy(objs, p->hot.top, k * sizeof(void *));
 	return k;
+}
+
+/* Whether @objs[0..n) holds a NULL; four entries per step, branch-free. */
+static bool any_null(void *const *objs, size_t n)
+{
+	size_t i = 0;
+	bool z = false;
+
+	for (; i + 4 <= n; i += 4)
+		z |= !objs[i] | !objs[i + 1] | !objs[i + 2] | !objs[i + 3];
+	for (; i < n; i++)
+		z |= !objs[i];
+	return z;
+}
+
+/*
+ * Push @objs[0..n) onto main while it has room, skipping NULL entries and
+ * clearing the ones consumed: without holes, two memcpy-speed passes.
+ * Return: entries consumed.
+ */
+static size_t push_main(struct pcs *p, size_t n, void **objs)
+{
+	size_t room = (size_t)(p->hot.limit - p->hot.top), i = 0;
+
+	if (n <= room && !any_null(objs, n)) {
+		memcpy(p->hot.top, objs, n * sizeof(void *));
+		memset(objs, 0, n * sizeof(void *));
+		p->hot.top += n;
+		return n;
+	}
+	while (i < n && p->hot.top < p->hot.limit) {
+		void *o = objs[i];
+
+		objs[i++] = NULL;
+		if (o)
+			*p->hot.top++ = o;
+	}
+	return i;
 }
 
 /* All or nothing from slabs: fill @objs[0..n) or give them back. */
@@ -140,14 +179,7 @@ void uslab_priv_free_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 
 	thread_lock_self();
 	for (;;) {
-		/* Fill main while it has room. */
-		while (i < n && p->hot.top < p->hot.limit) {
-			void *o = objs[i];
-
-			objs[i++] = NULL;
-			if (o)
-				*p->hot.top++ = o;
-		}
+		i += push_main(p, n - i, objs + i);
 		/* Room from the spare or the barn; a flush only for a small rest. */
 		if (i == n || !pcs_make_room(c, p, n - i < c->sheaf_capacity))
 			break;
@@ -164,9 +196,7 @@ size_t uslab_cache_alloc_bulk(struct uslab_cache *c, size_t n, void **objs)
 	struct pcs *p = (struct pcs *)((char *)tls_pcs() + c->hot.pcs_off);
 
 	if (n <= (size_t)(p->hot.top - p->hot.bottom)) {
-		p->hot.top -= n;
-		for (size_t i = 0; i < n; i++)
-			objs[i] = p->hot.top[i];
+		take_main(p, n, objs);
 		count(&p->hot.alloc_bulk, &p->hot.alloc_bulk_objs, n);
 		unpoison_all(c, n, objs);
 		return n;
@@ -182,13 +212,7 @@ void uslab_cache_free_bulk(struct uslab_cache *c, size_t n, void **objs)
 		p = (struct pcs *)((char *)tls_pcs() + c->hot.pcs_off);
 		if (n <= (size_t)(p->hot.limit - p->hot.top)) {
 			poison_all(c, n, objs);
-			for (size_t i = 0; i < n; i++) {
-				void *o = objs[i];
-
-				objs[i] = NULL;
-				if (o)
-					*p->hot.top++ = o;
-			}
+			push_main(p, n, objs);
 			count(&p->hot.free_bulk, &p->hot.free_bulk_objs, n);
 			return;
 		}

@@ -91,6 +91,13 @@ static inline __attribute__((always_inline)) void uslab_cache_free_inline(struct
 	p->top = top + 1;
 }
 
+/*
+ * Bulk calls of up to this many objects are served inline; larger ones
+ * call the library, whose copies run at memcpy speed (the inline loops
+ * move about one pointer per cycle, a call costs a few ns).
+ */
+#define USLAB_PRIV_BULK_INLINE 16
+
 /* Copy n objects off the main sheaf when it holds them: a compare and a copy. */
 static inline __attribute__((always_inline)) size_t
 uslab_cache_alloc_bulk_inline(struct uslab_cache *c, size_t n, void **objs)
@@ -98,6 +105,8 @@ uslab_cache_alloc_bulk_inline(struct uslab_cache *c, size_t n, void **objs)
 	struct uslab_priv_pcs *p = uslab_priv_pcs_of(c);
 	void **top = p->top;
 
+	if (__builtin_expect(n > USLAB_PRIV_BULK_INLINE, 0))
+		return (uslab_cache_alloc_bulk)(c, n, objs);
 	if (__builtin_expect(n > (size_t)(top - p->bottom), 0))
 		return uslab_priv_alloc_bulk_slow(c, n, objs);
 	top -= n;
@@ -114,8 +123,8 @@ uslab_cache_free_bulk_inline(struct uslab_cache *c, size_t n, void **objs)
 	struct uslab_priv_pcs *p;
 	void **top;
 
-	if (__builtin_expect(!c, 0)) {
-		uslab_priv_free_bulk_slow(c, n, objs);
+	if (__builtin_expect(!c || n > USLAB_PRIV_BULK_INLINE, 0)) {
+		(uslab_cache_free_bulk)(c, n, objs);
 		return;
 	}
 	p = uslab_priv_pcs_of(c);
