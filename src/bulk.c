@@ -89,13 +89,15 @@ static bool any_null(void *const *objs, size_t n)
  */
 static size_t push_main(struct pcs *p, size_t n, void **objs)
 {
-	size_t room = (size_t)(p->hot.limit - p->hot.top), i = 0;
+	size_t k = (size_t)(p->hot.limit - p->hot.top), i = 0;
 
-	if (n <= room && !any_null(objs, n)) {
-		memcpy(p->hot.top, objs, n * sizeof(void *));
-		memset(objs, 0, n * sizeof(void *));
-		p->hot.top += n;
-		return n;
+	if (k > n)
+		k = n;
+	if (!any_null(objs, k)) {
+		memcpy(p->hot.top, objs, k * sizeof(void *));
+		memset(objs, 0, k * sizeof(void *));
+		p->hot.top += k;
+		return k;
 	}
 	while (i < n && p->hot.top < p->hot.limit) {
 		void *o = objs[i];

@@ -191,8 +191,9 @@ INTERNAL void cache_shrink_node(struct uslab_cache *c);
 /* ------------------------------------------------------------ sheaf.c */
 
 struct sheaf {
-	struct sheaf *next; /* barn stack link */
-	uint32_t size;	    /* objects held, when not a thread's main */
+	struct sheaf *next;	  /* barn stack link */
+	const struct pcs *filler; /* who put it in the barn full */
+	uint32_t size;		  /* objects held, when not a thread's main */
 	uint32_t capacity;
 	void *objs[];
 };

@@ -95,6 +95,7 @@ struct sheaf *sheaf_alloc(struct uslab_cache *c)
 
 	if (sh) {
 		sh->next = NULL;
+		sh->filler = NULL;
 		sh->size = 0;
 		sh->capacity = c->sheaf_capacity;
 	}
@@ -240,7 +241,9 @@ bool pcs_refill_main(struct uslab_cache *c, struct pcs *p, bool from_slabs)
 		pcs_bump(p, USLAB_STAT_BARN_GET, 1);
 		if (empty)
 			sheaf_free(c, empty);
-		sheaf_prefetch(full);
+		/* Objects this thread freed itself are in its own cache. */
+		if (full->filler != p)
+			sheaf_prefetch(full);
 		pcs_set_main(p, full);
 		return true;
 	}
@@ -307,6 +310,7 @@ bool pcs_make_room(struct uslab_cache *c, struct pcs *p, bool may_flush)
 	} else {
 		/* Main and spare are full: trade main at the barn. */
 		full = pcs_detach_main(p);
+		full->filler = p;
 		sh = barn_replace_full(&c->barn, full, &taken);
 		if (taken) {
 			pcs_bump(p, USLAB_STAT_BARN_PUT, 1);
@@ -393,6 +397,7 @@ void pcs_drain(struct pcs *p)
 	for (int i = 0; i < 2; i++) {
 		if (!sh[i])
 			continue;
+		sh[i]->filler = NULL; /* whoever takes it has it cold */
 		if (sh[i]->size == sh[i]->capacity && barn_put_full(&c->barn, sh[i]))
 			continue;
 		if (sh[i]->size)
