@@ -64,6 +64,8 @@ static size_t take_main(struct pcs *p, size_t n, void **objs)
 
 	if (k > n)
 		k = n;
+	if (!k)
+		return 0; /* main may be absent: top is NULL */
 	p->hot.top -= k;
 	memcpy(objs, p->hot.top, k * sizeof(void *));
 	return k;
@@ -93,6 +95,8 @@ static size_t push_main(struct pcs *p, size_t n, void **objs)
 
 	if (k > n)
 		k = n;
+	if (!k)
+		return 0; /* main may be absent: top is NULL */
 	if (!any_null(objs, k)) {
 		memcpy(p->hot.top, objs, k * sizeof(void *));
 		memset(objs, 0, k * sizeof(void *));
