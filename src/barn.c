@@ -29,6 +29,29 @@ void barn_init(struct barn *b, unsigned int max_full, unsigned int max_empty)
 	b->max_empty = max_empty;
 }
 
+/* Pop a sheaf off one of the barn's stacks. Lock held. */
+static struct sheaf *pop_locked(struct sheaf **stack, unsigned int *nr)
+{
+	struct sheaf *s = *stack;
+
+	if (s) {
+		*stack = s->next;
+		WRITE_ONCE(*nr, *nr - 1);
+	}
+	return s;
+}
+
+/* Push @s onto one of the barn's stacks if it has room. Lock held. */
+static bool push_locked(struct sheaf **stack, unsigned int *nr, unsigned int max, struct sheaf *s)
+{
+	if (*nr >= max)
+		return false;
+	s->next = *stack;
+	*stack = s;
+	WRITE_ONCE(*nr, *nr + 1);
+	return true;
+}
+
 /*
  * barn_replace_empty - trade an empty sheaf for a full one.
  * @empty: in: an empty sheaf or NULL; out: NULL if the barn kept it, else
@@ -42,17 +65,9 @@ struct sheaf *barn_replace_empty(struct barn *b, struct sheaf **empty)
 	if (!READ_ONCE(b->nr_full))
 		return NULL;
 	ulock_lock(&b->lock);
-	full = b->full;
-	if (full) {
-		b->full = full->next;
-		WRITE_ONCE(b->nr_full, b->nr_full - 1);
-		if (*empty && b->nr_empty < b->max_empty) {
-			(*empty)->next = b->empty;
-			b->empty = *empty;
-			WRITE_ONCE(b->nr_empty, b->nr_empty + 1);
-			*empty = NULL;
-		}
-	}
+	full = pop_locked(&b->full, &b->nr_full);
+	if (full && *empty && push_locked(&b->empty, &b->nr_empty, b->max_empty, *empty))
+		*empty = NULL;
 	ulock_unlock(&b->lock);
 	return full;
 }
@@ -70,16 +85,9 @@ struct sheaf *barn_replace_full(struct barn *b, struct sheaf *full, bool *taken)
 	if (READ_ONCE(b->nr_full) >= b->max_full)
 		return NULL;
 	ulock_lock(&b->lock);
-	if (b->nr_full < b->max_full) {
-		full->next = b->full;
-		b->full = full;
-		WRITE_ONCE(b->nr_full, b->nr_full + 1);
+	if (push_locked(&b->full, &b->nr_full, b->max_full, full)) {
 		*taken = true;
-		empty = b->empty;
-		if (empty) {
-			b->empty = empty->next;
-			WRITE_ONCE(b->nr_empty, b->nr_empty - 1);
-		}
+		empty = pop_locked(&b->empty, &b->nr_empty);
 	}
 	ulock_unlock(&b->lock);
 	return empty;
@@ -93,11 +101,7 @@ struct sheaf *barn_get_empty(struct barn *b)
 	if (!READ_ONCE(b->nr_empty))
 		return NULL;
 	ulock_lock(&b->lock);
-	empty = b->empty;
-	if (empty) {
-		b->empty = empty->next;
-		WRITE_ONCE(b->nr_empty, b->nr_empty - 1);
-	}
+	empty = pop_locked(&b->empty, &b->nr_empty);
 	ulock_unlock(&b->lock);
 	return empty;
 }
@@ -105,15 +109,10 @@ struct sheaf *barn_get_empty(struct barn *b)
 /* Keep an empty sheaf if there is room. Return: whether it was kept. */
 bool barn_put_empty(struct barn *b, struct sheaf *empty)
 {
-	bool kept = false;
+	bool kept;
 
 	ulock_lock(&b->lock);
-	if (b->nr_empty < b->max_empty) {
-		empty->next = b->empty;
-		b->empty = empty;
-		WRITE_ONCE(b->nr_empty, b->nr_empty + 1);
-		kept = true;
-	}
+	kept = push_locked(&b->empty, &b->nr_empty, b->max_empty, empty);
 	ulock_unlock(&b->lock);
 	return kept;
 }
@@ -121,15 +120,10 @@ bool barn_put_empty(struct barn *b, struct sheaf *empty)
 /* Keep a full sheaf if there is room. Return: whether it was kept. */
 bool barn_put_full(struct barn *b, struct sheaf *full)
 {
-	bool kept = false;
+	bool kept;
 
 	ulock_lock(&b->lock);
-	if (b->nr_full < b->max_full) {
-		full->next = b->full;
-		b->full = full;
-		WRITE_ONCE(b->nr_full, b->nr_full + 1);
-		kept = true;
-	}
+	kept = push_locked(&b->full, &b->nr_full, b->max_full, full);
 	ulock_unlock(&b->lock);
 	return kept;
 }
