@@ -83,7 +83,7 @@ struct uslab_cache_args {
  *         copied.
  * @size:  object size in bytes, 1..USLAB_MAX_OBJECT_SIZE.
  * @args:  optional arguments, or NULL for all defaults.
- * @flags: 0 or USLAB_HWCACHE_ALIGN.
+ * @flags: 0, or USLAB_HWCACHE_ALIGN and/or USLAB_TYPESAFE_BY_RCU (uslab/rcu.h).
  *
  * Context: any thread.
  * Return: the new cache; or NULL with errno set:
@@ -282,6 +282,7 @@ USLAB_API int uslab_owns(const void *p);
  */
 USLAB_API struct uslab_cache *uslab_cache_of(const void *p);
 
+#include <uslab/rcu.h>
 #include <uslab/fastpath.h>
 
 #ifdef __cplusplus

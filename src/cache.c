@@ -154,8 +154,8 @@ static int cache_setup(struct uslab_cache *c, const char *name, size_t size, siz
 	c->flags = flags;
 	c->ctor = ctor;
 	c->object_size = (unsigned int)size;
-	if (ctor) {
-		/* Never write into a constructed object: free pointer after it. */
+	if (ctor || (flags & USLAB_TYPESAFE_BY_RCU)) {
+		/* Never write into a constructed or RCU-read object: free pointer after it. */
 		c->fp_offset = (unsigned int)sz;
 		sz += sizeof(void *);
 	} else {
@@ -273,16 +273,28 @@ static inline bool slab_is_empty(const struct slab *s)
 	return s->nfree == s->bump;
 }
 
-/* Give a list of slabs (linked by ->next, already off the node) to os.c. */
+/*
+ * Give a list of slabs (linked by ->next, already off the node) to os.c;
+ * those of USLAB_TYPESAFE_BY_RCU caches after a grace period (rcu.c).
+ */
 static void release_slabs(struct slab *s)
 {
+	struct slab *deferred = NULL;
+
 	while (s) {
 		struct slab *next = s->next;
 
-		__atomic_store_n(&s->cache, NULL, __ATOMIC_RELEASE);
-		os_slab_free(s);
+		if (s->cache->flags & USLAB_TYPESAFE_BY_RCU) {
+			s->next = deferred;
+			deferred = s;
+		} else {
+			__atomic_store_n(&s->cache, NULL, __ATOMIC_RELEASE);
+			os_slab_free(s);
+		}
 		s = next;
 	}
+	if (deferred)
+		rcu_defer_slabs(deferred);
 }
 
 /* Remove an empty slab from the node for release. Under node->lock. */
@@ -603,6 +615,8 @@ int uslab_cache_destroy(struct uslab_cache *c)
 		id_free(c->id);
 	cache_list_del(c);
 	ulock_unlock(&caches_lock);
+	if (c->flags & USLAB_TYPESAFE_BY_RCU)
+		uslab_rcu_barrier(); /* its slabs still name it until released */
 	cache_free_direct(&cache_cache, c);
 	os_purge();
 	return 0;

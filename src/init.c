@@ -23,6 +23,7 @@ static int init_error;
 static void fork_prepare(void)
 {
 	ulock_lock(&caches_lock);
+	rcu_fork_prepare();
 	thread_fork_prepare();
 	cache_fork_prepare();
 	os_fork_prepare();
@@ -33,6 +34,7 @@ static void fork_parent(void)
 	os_fork_parent();
 	cache_fork_parent();
 	thread_fork_parent();
+	rcu_fork_parent();
 	ulock_unlock(&caches_lock);
 }
 
@@ -42,6 +44,7 @@ static void fork_child(void)
 	cache_fork_child();
 	ulock_init(&caches_lock);
 	thread_fork_child();
+	rcu_fork_child();
 }
 
 static void do_init(void)

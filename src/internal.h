@@ -10,12 +10,15 @@
  *   barn.c    per-cache depot of full and empty sheaves
  *   sheaf.c   per-thread sheaves: the fast path and its slow paths
  *   thread.c  per-thread state, thread exit, draining for destroy
+ *   rcu.c     freeing after a grace period, TYPESAFE_BY_RCU slab release
  *   init.c    library start-up, fork
  *
  * doc/design.md has the picture; the lock order is repeated here because
  * every file that takes a lock must respect it:
  *
  *   1. caches_lock      (cache.c)  list of caches, cache ids
+ *   1a. rcu_lock        (rcu.c)    deferred-free threads, monitor, barrier
+ *   1b. rcu pool_lock   (rcu.c)    spare blocks (hq_lock: a leaf)
  *   2. threads_lock     (thread.c) list of thread states
  *   3. tstate->lock     (thread.c) one thread's sheaves, as a whole
  *   4. barn->lock       (barn.c)   a cache's barn
@@ -150,7 +153,7 @@ struct barn {
 
 /* Flags a cache keeps internally, above the public ones. */
 #define CACHE_INTERNAL 0x80000000u /* uslab's own metadata cache */
-#define CACHE_PUBLIC_FLAGS (USLAB_HWCACHE_ALIGN)
+#define CACHE_PUBLIC_FLAGS (USLAB_HWCACHE_ALIGN | USLAB_TYPESAFE_BY_RCU)
 
 struct uslab_cache {
 	/* Read by the fast path: one line, written only at creation. */
@@ -271,6 +274,14 @@ INTERNAL void thread_fork_prepare(void);
 INTERNAL void thread_fork_parent(void);
 INTERNAL void thread_fork_child(void);
 
+/* ------------------------------------------------------------- rcu.c */
+
+INTERNAL void rcu_defer_slabs(struct slab *list);
+INTERNAL void rcu_fork_prepare(void);
+INTERNAL void rcu_fork_parent(void);
+INTERNAL void rcu_fork_child(void);
+INTERNAL extern int rcu_fault_inject;
+
 /* ------------------------------------------------------------ init.c */
 
 INTERNAL int uslab_init(void);
@@ -278,18 +289,21 @@ INTERNAL int uslab_init(void);
 /* ---------------------------------------------------------- options.c */
 
 struct uslab_options {
-	unsigned int min_objects;    /* USLAB_MIN_OBJECTS */
-	unsigned int min_order;	     /* USLAB_MIN_ORDER */
-	unsigned int max_order;	     /* USLAB_MAX_ORDER */
-	unsigned int min_partial;    /* USLAB_MIN_PARTIAL */
-	unsigned int sheaf_capacity; /* USLAB_SHEAF_CAPACITY */
-	unsigned int sheaf_bytes;    /* USLAB_SHEAF_BYTES */
-	unsigned int barn_max_full;  /* USLAB_BARN_MAX_FULL */
-	unsigned int barn_max_empty; /* USLAB_BARN_MAX_EMPTY */
-	unsigned int lookahead;	     /* USLAB_LOOKAHEAD */
-	unsigned int purge_delay_ms; /* USLAB_PURGE_DELAY_MS */
-	unsigned int retain_kb;	     /* USLAB_RETAIN_KB */
-	unsigned int prefetch;	     /* USLAB_PREFETCH */
+	unsigned int min_objects;      /* USLAB_MIN_OBJECTS */
+	unsigned int min_order;	       /* USLAB_MIN_ORDER */
+	unsigned int max_order;	       /* USLAB_MAX_ORDER */
+	unsigned int min_partial;      /* USLAB_MIN_PARTIAL */
+	unsigned int sheaf_capacity;   /* USLAB_SHEAF_CAPACITY */
+	unsigned int sheaf_bytes;      /* USLAB_SHEAF_BYTES */
+	unsigned int barn_max_full;    /* USLAB_BARN_MAX_FULL */
+	unsigned int barn_max_empty;   /* USLAB_BARN_MAX_EMPTY */
+	unsigned int lookahead;	       /* USLAB_LOOKAHEAD */
+	unsigned int purge_delay_ms;   /* USLAB_PURGE_DELAY_MS */
+	unsigned int retain_kb;	       /* USLAB_RETAIN_KB */
+	unsigned int prefetch;	       /* USLAB_PREFETCH */
+	unsigned int rcu_drain_ms;     /* USLAB_RCU_DRAIN_MS */
+	unsigned int rcu_batch_blocks; /* USLAB_RCU_BATCH_BLOCKS */
+	unsigned int rcu_max_inflight; /* USLAB_RCU_MAX_INFLIGHT */
 	unsigned int nr_cpus;
 };
 

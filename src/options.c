@@ -44,6 +44,12 @@ static const struct option_row {
 	  "KiB of freed slab pages kept resident at most" },
 	{ "USLAB_PREFETCH", &uslab_opt.prefetch, 254, 0, 254,
 	  "objects of a sheaf taken from the barn prefetched for writing" },
+	{ "USLAB_RCU_DRAIN_MS", &uslab_opt.rcu_drain_ms, 20, 1, 60000,
+	  "milliseconds a partly filled block of deferred frees may wait" },
+	{ "USLAB_RCU_BATCH_BLOCKS", &uslab_opt.rcu_batch_blocks, 4, 1, 4096,
+	  "full blocks (505 objects each) that wake the monitor for a call_rcu" },
+	{ "USLAB_RCU_MAX_INFLIGHT", &uslab_opt.rcu_max_inflight, 16384, 16, 1u << 24,
+	  "blocks waiting for a grace period before uslab_free_rcu() waits" },
 };
 
 void options_init(void)
