@@ -256,11 +256,12 @@ static void block_publish(struct rcu_block *b)
 
 	b->start = old;
 	bump(queued, __atomic_load_n(&b->n, __ATOMIC_RELAXED) - old);
+	/* Counted before it is visible: its callback may run before we return. */
+	atomic_fetch_add_explicit(&R.inflight, 1, memory_order_relaxed);
 	do
 		b->next = head;
 	while (!atomic_compare_exchange_weak_explicit(&R.queue, &head, b, memory_order_release,
 						      memory_order_relaxed));
-	atomic_fetch_add_explicit(&R.inflight, 1, memory_order_relaxed);
 	if (atomic_fetch_add(&R.queued_blocks, 1) + 1 >= uslab_opt.rcu_batch_blocks)
 		monitor_wake();
 }

@@ -12,6 +12,12 @@
  *   kmem_cache_alloc_bulk(s, gfp, n, p) -> int, kmem_cache_free_bulk(s, n, p)
  *   kmem_cache_destroy(s) (void), kmem_cache_shrink(s), kmem_cache_size(s)
  *   kfree(p), kfree_bulk(n, p)   for objects of any uslab cache
+ *   kfree_rcu(p, field)          free after a grace period; @field is the
+ *                                struct rcu_head inside *p (uslab/rcu.h)
+ *   kvfree_rcu(p)                single-argument form (may wait, see
+ *                                uslab_free_rcu()); kfree_rcu_mightsleep(p)
+ *   kvfree_rcu_barrier()         uslab_rcu_barrier()
+ *   SLAB_TYPESAFE_BY_RCU
  *   SLAB_HWCACHE_ALIGN, GFP_KERNEL, GFP_ATOMIC, GFP_NOWAIT, __GFP_NOWARN,
  *   __GFP_ZERO (honoured: the object is zeroed)
  *
@@ -118,6 +124,14 @@ static inline void kfree_bulk(size_t size, void **p)
 {
 	uslab_cache_free_bulk(NULL, size, p);
 }
+
+#define SLAB_TYPESAFE_BY_RCU USLAB_TYPESAFE_BY_RCU
+
+/* kfree_rcu(ptr, field): @field names the struct rcu_head inside *ptr. */
+#define kfree_rcu(ptr, field) uslab_free_rcu_head((ptr), (ptr) ? &(ptr)->field : NULL)
+#define kvfree_rcu(ptr) uslab_free_rcu(ptr)
+#define kfree_rcu_mightsleep(ptr) uslab_free_rcu(ptr)
+#define kvfree_rcu_barrier() uslab_rcu_barrier()
 
 #ifdef __cplusplus
 }

@@ -3,6 +3,7 @@
 #include <uslab.h>
 #include <uslab/stats.h>
 #include <uslab/kmem.h>
+#include <uslab/rcu.h>
 #include <uslab.h> /* twice: include guards */
 
 int main(void)
@@ -14,5 +15,7 @@ int main(void)
 	if (!c || uslab_cache_stats(c, &st))
 		return 1;
 	uslab_cache_free(c, uslab_cache_alloc(c));
+	kvfree_rcu(uslab_cache_alloc(c));
+	kvfree_rcu_barrier();
 	return uslab_cache_destroy(c);
 }
