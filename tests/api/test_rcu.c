@@ -238,9 +238,10 @@ static void *treader(void *arg)
 		uint64_t k = atomic_load_explicit(&o->key, memory_order_acquire);
 
 		/* The slab stays ours while we are inside the section. */
-		if (uslab_cache_of(o) != cache ||
-		    mincore((void *)((uintptr_t)o & ~(uintptr_t)(page_size - 1)), 1, &vec))
-			gone++;
+		for (int n = 0; n < 16; n++)
+			if (uslab_cache_of(o) != cache ||
+			    mincore((void *)((uintptr_t)o & ~(uintptr_t)(page_size - 1)), 1, &vec))
+				gone++;
 		/* Identity: still the object of slot i, still the same key. */
 		if (atomic_load_explicit(&tslots[i], memory_order_acquire) == o &&
 		    atomic_load_explicit(&o->key, memory_order_acquire) == k && k) {
@@ -298,9 +299,20 @@ static void typesafe(void)
 		atomic_store_explicit(&old->key, 0, memory_order_release);
 		uslab_cache_free(cache, old);
 		if (n % 2000 == 0) {
-			/* New slabs, then empty them: their release waits for readers. */
+			/*
+			 * New slabs; publish a few objects of each, free the rest:
+			 * when the published ones are replaced, their slab is empty
+			 * while readers may still hold them.
+			 */
 			for (int k = 0; k < 4096; k++)
 				burst[k] = tnew(SLOTS + 1, 0);
+			for (unsigned int j = 0; j < SLOTS; j++) {
+				struct tobj *o = burst[j * 64];
+
+				atomic_store_explicit(&o->key, (uint64_t)j << 32 | (gen++ & 0xffffffffu),
+						      memory_order_release);
+				burst[j * 64] = atomic_exchange(&tslots[j], o);
+			}
 			for (int k = 0; k < 4096; k++) {
 				atomic_store_explicit(&burst[k]->key, 0, memory_order_release);
 				uslab_cache_free(cache, burst[k]);
