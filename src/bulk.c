@@ -50,7 +50,7 @@ static void poison_all(struct uslab_cache *c, size_t n, void **objs)
 		struct uslab_cache *oc = c ? c : uslab_cache_of(objs[i]);
 
 		if (objs[i] && oc)
-			asan_poison(objs[i], oc->size);
+			obj_poison(oc, objs[i]);
 	}
 #else
 	(void)c, (void)n, (void)objs;

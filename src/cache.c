@@ -513,7 +513,7 @@ void *cache_alloc_direct(struct uslab_cache *c)
 
 void cache_free_direct(struct uslab_cache *c, void *obj)
 {
-	asan_poison(obj, c->size);
+	obj_poison(c, obj);
 	cache_free_objects(c, &obj, 1, 0);
 }
 

@@ -335,6 +335,12 @@ void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
 #define asan_unpoison(p, n) ((void)(p), (void)(n))
 #define NO_SANITIZE_ADDRESS
 #endif
+/* A free object is poisoned, except in TYPESAFE_BY_RCU caches: RCU readers may read it. */
+#define obj_poison(c, obj)                                 \
+	do {                                               \
+		if (!((c)->flags & USLAB_TYPESAFE_BY_RCU)) \
+			asan_poison((obj), (c)->size);     \
+	} while (0)
 
 /* ------------------------------------------------------------ stats.c */
 

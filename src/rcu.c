@@ -76,14 +76,14 @@
 #define RCU_RESERVE 8	 /* of which only read-side emergencies take the last */
 
 struct rcu_block {
-	struct rcu_head rh;	 /* call_rcu, on a batch's first block */
-	struct rcu_block *next;	 /* chain of a batch, of the queue, of the pool */
-	struct rcu_head *heads;	 /* batch: emergency list (linked via next.next) */
-	struct slab *slabs;	 /* batch: TYPESAFE_BY_RCU slabs (linked via next) */
-	uint32_t n;		 /* entries written; owner stores with release */
-	uint32_t taken;		 /* [0, taken) claimed by the monitor; TAKEN_ALL */
-	uint32_t start;		 /* entries [start, n) belong to the batch */
-	uint32_t nblocks;	 /* batch: blocks in the chain */
+	struct rcu_head rh;	/* call_rcu, on a batch's first block */
+	struct rcu_block *next; /* chain of a batch, of the queue, of the pool */
+	struct rcu_head *heads; /* batch: emergency list (linked via next.next) */
+	struct slab *slabs;	/* batch: TYPESAFE_BY_RCU slabs (linked via next) */
+	uint32_t n;		/* entries written; owner stores with release */
+	uint32_t taken;		/* [0, taken) claimed by the monitor; TAKEN_ALL */
+	uint32_t start;		/* entries [start, n) belong to the batch */
+	uint32_t nblocks;	/* batch: blocks in the chain */
 	void *ptrs[];
 };
 
@@ -312,7 +312,8 @@ static void drain_batch(struct rcu_block *first)
 {
 	struct rcu_head *heads = first->heads;
 	struct slab *slabs = first->slabs;
-	unsigned long nb;
+	/* Container blocks of heads or slabs only are not counted in flight. */
+	unsigned long nb = first->nblocks;
 
 	for (struct rcu_block *b = first, *next; b; b = next) {
 		uint32_t n = __atomic_load_n(&b->n, __ATOMIC_ACQUIRE);
@@ -324,8 +325,6 @@ static void drain_batch(struct rcu_block *first)
 	}
 	drain_heads(heads);
 	release_slabs_now(slabs);
-	/* Container blocks of heads or slabs only were not counted in flight. */
-	nb = first->nblocks;
 	if (nb && atomic_fetch_sub(&R.inflight, nb) - nb < uslab_opt.rcu_max_inflight &&
 	    __atomic_load_n(&R.throttled_waiters, __ATOMIC_RELAXED)) {
 		pthread_mutex_lock(&R.lock);

@@ -363,7 +363,7 @@ void uslab_priv_free_slow(struct uslab_cache *c, void *obj)
 {
 	struct pcs *p;
 
-	asan_poison(obj, c->size);
+	obj_poison(c, obj);
 	if (!c->sheaf_capacity || !(p = pcs_self(c))) {
 		cache_free_objects(c, &obj, 1, 0);
 		return;
@@ -468,7 +468,7 @@ void uslab_cache_free(struct uslab_cache *c, void *obj)
 		uslab_priv_free_slow(c, obj);
 		return;
 	}
-	asan_poison(obj, c->size);
+	obj_poison(c, obj);
 	*top = obj;
 	p->hot.top = top + 1;
 }

@@ -60,8 +60,8 @@ static void *reader(void *arg)
 	urcu_memb_register_thread();
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
 		urcu_memb_read_lock();
-		struct obj *o = atomic_load_explicit(&slots[rnd_next(&seed) % SLOTS],
-						     memory_order_acquire);
+		struct obj *o =
+			atomic_load_explicit(&slots[rnd_next(&seed) % SLOTS], memory_order_acquire);
 		uint64_t id = __atomic_load_n(&o->id, __ATOMIC_RELAXED);
 
 		/* Hold it for a while: a free before the grace period shows. */
@@ -309,7 +309,8 @@ static void typesafe(void)
 			for (unsigned int j = 0; j < SLOTS; j++) {
 				struct tobj *o = burst[j * 64];
 
-				atomic_store_explicit(&o->key, (uint64_t)j << 32 | (gen++ & 0xffffffffu),
+				atomic_store_explicit(&o->key,
+						      (uint64_t)j << 32 | (gen++ & 0xffffffffu),
 						      memory_order_release);
 				burst[j * 64] = atomic_exchange(&tslots[j], o);
 			}
@@ -338,7 +339,8 @@ static void typesafe(void)
 	CHECK(atomic_load(&unmapped) == 0, "a reader's slab was released under it");
 	CHECK(atomic_load(&accepted) > 0, "readers ran");
 	CHECK(st.slabs_deferred > st0.slabs_deferred, "slab releases were deferred");
-	CHECK(st.slabs_released == st.slabs_deferred, "every deferred slab released by the barrier");
+	CHECK(st.slabs_released == st.slabs_deferred,
+	      "every deferred slab released by the barrier");
 	CHECK(uslab_cache_destroy(cache) == 0, "destroy");
 }
 
