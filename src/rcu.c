@@ -228,12 +228,19 @@ static void block_put(struct rcu_block *b)
 /* The monitor keeps a few spare blocks ready for uslab_free_rcu_head(). */
 static void pool_fill(void)
 {
-	while (READ_ONCE(R.npool) < RCU_POOL_FILL) {
-		struct rcu_block *b = block_new();
+	for (;;) {
+		struct rcu_block *b;
 
+		ulock_lock(&R.pool_lock);
+		b = R.npool < RCU_POOL_FILL ? block_new() : NULL;
+		if (b) {
+			b->next = R.pool;
+			R.pool = b;
+			R.npool++;
+		}
+		ulock_unlock(&R.pool_lock);
 		if (!b)
 			break;
-		block_put(b);
 	}
 }
 
