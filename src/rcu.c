@@ -103,9 +103,12 @@ static __thread struct rcu_tls rt __attribute__((tls_model("initial-exec")));
 
 static struct {
 	const struct rcu_flavor_struct *flavor;
-	pthread_mutex_t lock; /* rcu_lock */
-	pthread_cond_t wake;  /* the monitor waits here */
-	pthread_cond_t done;  /* barrier and throttled threads wait here */
+	pthread_mutex_t lock;	/* rcu_lock */
+	pthread_cond_t wake;	/* the monitor waits here */
+	pthread_cond_t done;	/* barrier and throttled threads wait here */
+	pthread_cond_t flushed; /* the monitor waits for the barrier's callback */
+	bool own_worker;	/* batches go to our call_rcu worker, in order */
+	bool frozen;		/* fork child of a parent whose monitor ran */
 	struct rcu_tls *threads;
 	bool started, start_failed, used;
 	pthread_t monitor;
@@ -133,6 +136,7 @@ static struct {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.wake = PTHREAD_COND_INITIALIZER,
 	.done = PTHREAD_COND_INITIALIZER,
+	.flushed = PTHREAD_COND_INITIALIZER,
 	.pool_lock = ULOCK_INIT,
 	.hq_lock = ULOCK_INIT,
 };
@@ -353,7 +357,10 @@ static void flush_cb(struct rcu_head *rh)
 {
 	(void)rh;
 	uslab_thread_flush(); /* the worker's sheaves: barrier leaves nothing cached */
-	__atomic_store_n(&R.flush_done, 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&R.lock);
+	R.flush_done = 1;
+	pthread_cond_broadcast(&R.flushed);
+	pthread_mutex_unlock(&R.lock);
 }
 
 /*
@@ -466,8 +473,10 @@ static void *monitor_main(void *arg)
 		/* Our own worker: draining does not queue behind the program's callbacks. */
 		struct call_rcu_data *crdp = urcu_memb_create_call_rcu_data(0, -1);
 
-		if (crdp)
+		if (crdp) {
 			urcu_memb_set_thread_call_rcu_data(crdp);
+			R.own_worker = true;
+		}
 	}
 	for (;;) {
 		uint64_t target, now;
@@ -504,10 +513,24 @@ static void *monitor_main(void *arg)
 		monitor_round(scan, barrier);
 		pool_fill();
 		if (barrier) {
-			__atomic_store_n(&R.flush_done, 0, __ATOMIC_RELAXED);
-			f->update_call_rcu(&R.flush_rh, flush_cb);
-			f->barrier();
+			/*
+			 * Our worker runs callbacks in order: the flush callback
+			 * running means every batch before it has been freed.
+			 * Other flavors' workers may be per CPU: their rcu_barrier.
+			 */
 			pthread_mutex_lock(&R.lock);
+			R.flush_done = 0;
+			pthread_mutex_unlock(&R.lock);
+			f->update_call_rcu(&R.flush_rh, flush_cb);
+			pthread_mutex_lock(&R.lock);
+			if (R.own_worker) {
+				while (!R.flush_done)
+					pthread_cond_wait(&R.flushed, &R.lock);
+			} else {
+				pthread_mutex_unlock(&R.lock);
+				f->barrier();
+				pthread_mutex_lock(&R.lock);
+			}
 			R.barrier_done = target;
 			pthread_cond_broadcast(&R.done);
 			pthread_mutex_unlock(&R.lock);
@@ -558,6 +581,10 @@ static int rcu_thread_start(void)
 	pthread_once(&rcu_once, rcu_init_once);
 	pthread_mutex_lock(&R.lock);
 	R.used = true;
+	if (R.frozen) {
+		pthread_mutex_unlock(&R.lock);
+		return -1;
+	}
 	if (!R.started && !R.start_failed) {
 		pthread_attr_t attr;
 		sigset_t all, old;
@@ -595,7 +622,8 @@ static int rcu_thread_start(void)
 /* Wait while too many blocks are in flight (outside read-side sections). */
 static void throttle(void)
 {
-	if (likely(atomic_load_explicit(&R.inflight, memory_order_relaxed) <
+	if (READ_ONCE(R.frozen) ||
+	    likely(atomic_load_explicit(&R.inflight, memory_order_relaxed) <
 		   uslab_opt.rcu_max_inflight) ||
 	    flavor()->read_ongoing())
 		return;
@@ -644,7 +672,7 @@ static __attribute__((noinline)) void free_rcu_slow(void *obj, struct rcu_head *
 		return;
 	}
 no_block:
-	if (head) {
+	if (head && !READ_ONCE(R.frozen)) {
 		/* Emergency path: link through the object's rcu_head. */
 		ulock_lock(&R.hq_lock);
 		head->next.next = (struct cds_wfcq_node *)R.hq;
@@ -655,7 +683,7 @@ no_block:
 		bump(queued, 1);
 		return;
 	}
-	if (!flavor()->read_ongoing()) {
+	if (!flavor()->read_ongoing() && !READ_ONCE(R.frozen)) {
 		/* Like the kernel's single-argument kvfree_rcu(): wait, then free. */
 		flavor()->update_synchronize_rcu();
 		uslab_cache_free_bulk(NULL, 1, &obj);
@@ -666,6 +694,14 @@ no_block:
 	}
 	bump(leaked, 1);
 	bump(queued, 1);
+	if (READ_ONCE(R.frozen)) {
+		static int warned;
+
+		if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+			uslab_warn("deferred frees are not done in a child of fork(): objects "
+				   "stay allocated (doc/api.md)");
+		return;
+	}
 	uslab_warn("uslab_free_rcu: no memory for a block inside a read-side critical "
 		   "section: %p leaked",
 		   obj);
@@ -709,17 +745,19 @@ void uslab_free_rcu_head(void *obj, struct rcu_head *head)
 void uslab_rcu_barrier(void)
 {
 	uint64_t my;
+	bool used;
 
 	pthread_mutex_lock(&R.lock);
-	if (!R.started) {
-		pthread_mutex_unlock(&R.lock);
-		return; /* nothing was ever deferred */
-	}
+	used = R.used;
 	pthread_mutex_unlock(&R.lock);
+	if (!used)
+		return; /* nothing was ever deferred */
 	if (flavor()->read_ongoing()) {
 		uslab_warn("uslab_rcu_barrier() called inside a read-side critical section");
 		return;
 	}
+	if (rcu_thread_start())
+		return; /* no monitor (or a fork child): nothing to wait for */
 	if (rt.cur) {
 		struct rcu_block *b = rt.cur;
 
@@ -784,8 +822,7 @@ void rcu_defer_slabs(struct slab *list)
 	}
 	bump(slabs_deferred, k);
 	if (!rt.listed && rcu_thread_start()) {
-		/* No monitor: the caller cannot wait safely; keep the slabs. */
-		uslab_warn("deferred slab release unavailable: %lu slabs kept", k);
+		/* No monitor (fork child): the caller cannot wait safely; keep them. */
 		return;
 	}
 	head = atomic_load_explicit(&R.slabq, memory_order_relaxed);
@@ -813,39 +850,46 @@ void rcu_fork_parent(void)
 }
 
 /*
- * The child has no monitor and no worker: batches handed to liburcu before
- * fork are never freed in the child (their objects stay allocated there).
- * What was not yet handed over - the queue, the emergency list, the
- * current blocks of every thread of the parent - stays queued and is
- * handed over by a new monitor started on the child's next deferred free.
+ * Fork. If the monitor never ran, the child starts from scratch like the
+ * parent did. Otherwise liburcu's state in the child is the parent's: the
+ * monitor and the call_rcu worker are registered readers that no longer
+ * exist, and glibc hands their stacks (and TLS, where liburcu's registry
+ * nodes live) to the child's next threads, so no grace period is safe in
+ * the child (liburcu documents the same for its own threads). uslab then
+ * freezes deferred freeing in the child: nothing pending is freed, later
+ * deferred frees leave their objects allocated (counted as leaked, one
+ * warning), uslab_rcu_barrier() returns at once, and slabs of
+ * TYPESAFE_BY_RCU caches are not released. Plain alloc and free work.
  */
 void rcu_fork_child(void)
 {
 	unsigned long nq = 0;
+	bool ran = R.started;
 
 	atomic_store(&R.sleeping, 0);
 	pthread_mutex_init(&R.lock, NULL);
 	pthread_cond_init(&R.wake, NULL);
 	pthread_cond_init(&R.done, NULL);
+	pthread_cond_init(&R.flushed, NULL);
 	ulock_init(&R.pool_lock);
 	ulock_init(&R.hq_lock);
+	/* Every block to the queue, ours too: our next free starts a monitor. */
 	for (struct rcu_tls *t = R.threads, *next; t; t = next) {
 		next = t->next;
-		if (t == &rt)
-			continue;
 		if (t->cur)
 			block_publish(t->cur);
 		t->cur = NULL;
 		t->listed = false;
 	}
-	R.threads = rt.listed ? &rt : NULL;
-	if (rt.listed)
-		rt.next = rt.prev = NULL;
+	R.threads = NULL;
 	for (struct rcu_block *b = atomic_load(&R.queue); b; b = b->next)
 		nq++;
 	atomic_store(&R.queued_blocks, nq);
 	atomic_store(&R.inflight, nq);
 	R.started = false;
+	R.own_worker = false;
+	R.frozen = ran;
+	R.flush_done = 1;
 	R.barrier_done = R.barrier_req;
 	__atomic_store_n(&R.throttled_waiters, 0, __ATOMIC_RELAXED);
 }
