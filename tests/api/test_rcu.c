@@ -393,20 +393,10 @@ int main(int argc, char **argv)
 	if (argc > 1)
 		nfrees = strtoul(argv[1], NULL, 0);
 	RUN(readers);
-	if (getenv("ONLY_FORK")[0] == '2')
-		RUN(thread_exit);
-	if (getenv("ONLY_FORK")[0] == '3')
-		RUN(drain_delay);
-	if (getenv("ONLY_FORK")[0] == '4')
-		RUN(typesafe);
+	RUN(thread_exit);
+	RUN(drain_delay);
+	RUN(typesafe);
 	RUN(fork_child);
+	RUN(bad_input);
 	return 0;
-}
-RUN(readers);
-RUN(thread_exit);
-RUN(drain_delay);
-RUN(typesafe);
-RUN(fork_child);
-RUN(bad_input);
-return 0;
 }
