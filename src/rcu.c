@@ -485,8 +485,11 @@ static void *monitor_main(void *arg)
 		pthread_mutex_lock(&R.lock);
 		for (;;) {
 			now = now_ms();
+			unsigned long q = atomic_load(&R.queued_blocks);
+
+			/* A throttled thread waits for what is queued: hand it over now. */
 			if (R.barrier_req != R.barrier_done || now >= next_scan ||
-			    atomic_load(&R.queued_blocks) >= uslab_opt.rcu_batch_blocks)
+			    q >= uslab_opt.rcu_batch_blocks || (q && R.throttled_waiters))
 				break;
 			struct timespec ts;
 			uint64_t wait = next_scan - now;
