@@ -41,7 +41,7 @@ struct kfree_obj {
 
 enum variant { FREE_RCU, FREE_RCU_HEAD, CALLRCU_GLIBC, CALLRCU_USLAB, DEFER_RCU, NVAR };
 static const char *const names[NVAR] = { "free_rcu", "free_rcu_head", "callrcu_glibc",
-					  "callrcu_uslab", "defer_rcu" };
+					 "callrcu_uslab", "defer_rcu" };
 
 static int nthreads = 2;
 static long loops = 2000, nobj = 1000;
@@ -243,8 +243,10 @@ int main(int argc, char **argv)
 		for (int b = CALLRCU_GLIBC; b <= CALLRCU_USLAB; b++) {
 			printf("  %-14s vs %-14s: %.2fx faster, %.2fx memory\n", names[v], names[b],
 			       mn[b] / mn[v], mm[v] / mm[b]);
-			printf("CSV,rcu,%s,vs_%s,speedup,%.3f\n", names[v], names[b], mn[b] / mn[v]);
-			printf("CSV,rcu,%s,vs_%s,mem_ratio,%.3f\n", names[v], names[b], mm[v] / mm[b]);
+			printf("CSV,rcu,%s,vs_%s,speedup,%.3f\n", names[v], names[b],
+			       mn[b] / mn[v]);
+			printf("CSV,rcu,%s,vs_%s,mem_ratio,%.3f\n", names[v], names[b],
+			       mm[v] / mm[b]);
 		}
 	return 0;
 }

@@ -11,17 +11,20 @@
  * block is pushed on a global lock-free queue (one CAS per 505 frees) and
  * the thread takes another from the spare pool.
  *
- * Batches. One background thread, the monitor, is the only caller of
- * call_rcu: it takes everything queued, chains it into one batch and
- * hands the batch over with ONE call_rcu, whose rcu_head is in the first
- * block's header. It is woken when USLAB_RCU_BATCH_BLOCKS blocks are
- * queued, and every USLAB_RCU_DRAIN_MS otherwise. After the grace period
- * the callback (on uslab's own call_rcu worker for urcu-memb) frees every
- * block with uslab_cache_free_bulk(NULL, ...) - detached freelists, mixed
- * caches - and puts the blocks back in the pool (bounded: RCU_POOL_MAX).
- * Threads that free need not be registered with liburcu: only the monitor
- * calls it (and the synchronous fallback, synchronize_rcu, which any
- * thread may call).
+ * Batches. One background thread, the monitor, takes everything queued
+ * and asks liburcu for ONE grace period for all of it (the flavor's
+ * synchronize_rcu), then frees every block with uslab_cache_free_bulk(NULL,
+ * ...) - detached freelists, mixed caches - and puts the blocks back in the
+ * spare pool (bounded: RCU_POOL_MAX). Objects queued meanwhile make the
+ * next batch: under load the monitor runs grace period after grace period,
+ * each covering everything freed during the previous one. It is woken when
+ * USLAB_RCU_BATCH_BLOCKS blocks are queued, and every USLAB_RCU_DRAIN_MS.
+ * Why not call_rcu per batch: liburcu's call_rcu worker sleeps 10 ms after
+ * every round of callbacks, so memory waiting for a grace period grows
+ * with 10 ms worth of frees (measured in doc/design.md). No thread needs
+ * to be registered with liburcu for this: neither the freeing threads nor
+ * the monitor (synchronize_rcu may be called by any thread outside a
+ * read-side critical section).
  *
  * Partly filled blocks. A thread that frees a few objects and then stops
  * must not hold them for ever: every period the monitor looks at each
@@ -30,9 +33,9 @@
  * block of its own and claims them with a CAS on block->taken. The owner,
  * when the block fills, claims the rest with an exchange of ->taken (once
  * per block). Either the monitor's CAS or the owner's exchange wins for
- * each entry, so no entry is freed twice and none is lost. A block is only
- * reused after its batch's callback has run, and only the monitor issues
- * call_rcu, after its scan: the monitor never looks at a recycled block.
+ * each entry, so no entry is freed twice and none is lost. Blocks are only
+ * recycled by the monitor itself, after its scan: the monitor never looks
+ * at a recycled block.
  *
  * Emergency path. uslab_free_rcu_head() never allocates: without room in
  * a block or a spare block, it links the object through its rcu_head onto
@@ -47,9 +50,8 @@
  *
  * Barrier: uslab_rcu_barrier() asks the monitor for a sweep (every
  * thread's partial block, regardless of age; blocks of exited threads were
- * queued at their exit), then the monitor calls the flavor's rcu_barrier
- * (which waits for every call_rcu worker of the flavor), after a last
- * callback that flushes the worker's sheaves.
+ * queued at their exit), a grace period and the drain; the monitor then
+ * flushes its own sheaves, so nothing freed stays cached in it.
  *
  * Locks (see internal.h for the whole order): rcu_lock (a mutex, with the
  * monitor's and waiters' condition variables) protects the list of
@@ -57,7 +59,9 @@
  * caches_lock and before every other lock. pool_lock protects the spare
  * blocks; hq_lock the emergency list; both are leaves except that
  * pool_lock may be held while allocating a block (node lock, os_lock).
- * The monitor makes no liburcu call while holding any of them.
+  * gp_lock is held by the monitor across a grace period and its drain; fork
+ * takes it first, so no grace period of ours is in progress at fork.
+ * The monitor makes no liburcu call while holding any other lock.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -76,19 +80,16 @@
 #define RCU_RESERVE 8	 /* of which only read-side emergencies take the last */
 
 struct rcu_block {
-	struct rcu_head rh;	/* call_rcu, on a batch's first block */
 	struct rcu_block *next; /* chain of a batch, of the queue, of the pool */
-	struct rcu_head *heads; /* batch: emergency list (linked via next.next) */
-	struct slab *slabs;	/* batch: TYPESAFE_BY_RCU slabs (linked via next) */
 	uint32_t n;		/* entries written; owner stores with release */
 	uint32_t taken;		/* [0, taken) claimed by the monitor; TAKEN_ALL */
 	uint32_t start;		/* entries [start, n) belong to the batch */
-	uint32_t nblocks;	/* batch: blocks in the chain */
+	uint32_t pad;
 	void *ptrs[];
 };
 
 #define RCU_BLOCK_CAP ((RCU_BLOCK_SIZE - sizeof(struct rcu_block)) / sizeof(void *))
-_Static_assert(sizeof(struct rcu_block) == 56, "block header");
+_Static_assert(sizeof(struct rcu_block) == 24, "block header: 509 pointers");
 
 /* Per thread. The monitor reads @cur of every listed thread. */
 struct rcu_tls {
@@ -103,12 +104,10 @@ static __thread struct rcu_tls rt __attribute__((tls_model("initial-exec")));
 
 static struct {
 	const struct rcu_flavor_struct *flavor;
-	pthread_mutex_t lock;	/* rcu_lock */
-	pthread_cond_t wake;	/* the monitor waits here */
-	pthread_cond_t done;	/* barrier and throttled threads wait here */
-	pthread_cond_t flushed; /* the monitor waits for the barrier's callback */
-	bool own_worker;	/* batches go to our call_rcu worker, in order */
-	bool frozen;		/* fork child of a parent whose monitor ran */
+	pthread_mutex_t lock;	 /* rcu_lock */
+	pthread_cond_t wake;	 /* the monitor waits here */
+	pthread_cond_t done;	 /* barrier and throttled threads wait here */
+	pthread_mutex_t gp_lock; /* the monitor, across a grace period + drain */
 	struct rcu_tls *threads;
 	bool started, start_failed, used;
 	pthread_t monitor;
@@ -130,13 +129,11 @@ static struct {
 	struct rcu_head *hq; /* emergency list */
 	unsigned long nhq;
 
-	struct rcu_head flush_rh; /* barrier's last callback */
-	int flush_done;
 } R = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.wake = PTHREAD_COND_INITIALIZER,
 	.done = PTHREAD_COND_INITIALIZER,
-	.flushed = PTHREAD_COND_INITIALIZER,
+	.gp_lock = PTHREAD_MUTEX_INITIALIZER,
 	.pool_lock = ULOCK_INIT,
 	.hq_lock = ULOCK_INIT,
 };
@@ -180,10 +177,7 @@ static struct rcu_block *block_new(void)
 static void block_init(struct rcu_block *b)
 {
 	b->next = NULL;
-	b->heads = NULL;
-	b->slabs = NULL;
 	b->start = 0;
-	b->nblocks = 1;
 	__atomic_store_n(&b->taken, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&b->n, 0, __ATOMIC_RELAXED);
 }
@@ -277,7 +271,7 @@ static void block_publish(struct rcu_block *b)
 		monitor_wake();
 }
 
-/* After the grace period: free every object of a batch, recycle its blocks. */
+/* Free the objects of an emergency list (linked through their rcu_heads). */
 static void drain_heads(struct rcu_head *h)
 {
 	void *objs[64];
@@ -319,14 +313,10 @@ static void release_slabs_now(struct slab *s)
 	bump(slabs_released, k);
 }
 
-static void drain_batch(struct rcu_block *first)
+/* After the grace period: free every object of a batch, recycle its blocks. */
+static void drain_batch(struct rcu_block *batch, unsigned long nb)
 {
-	struct rcu_head *heads = first->heads;
-	struct slab *slabs = first->slabs;
-	/* Container blocks of heads or slabs only are not counted in flight. */
-	unsigned long nb = first->nblocks;
-
-	for (struct rcu_block *b = first, *next; b; b = next) {
+	for (struct rcu_block *b = batch, *next; b; b = next) {
 		uint32_t n = __atomic_load_n(&b->n, __ATOMIC_ACQUIRE);
 
 		next = b->next;
@@ -334,33 +324,12 @@ static void drain_batch(struct rcu_block *first)
 		bump(freed, n - b->start);
 		block_put(b);
 	}
-	drain_heads(heads);
-	release_slabs_now(slabs);
 	if (nb && atomic_fetch_sub(&R.inflight, nb) - nb < uslab_opt.rcu_max_inflight &&
 	    __atomic_load_n(&R.throttled_waiters, __ATOMIC_RELAXED)) {
 		pthread_mutex_lock(&R.lock);
 		pthread_cond_broadcast(&R.done);
 		pthread_mutex_unlock(&R.lock);
 	}
-}
-
-static void drain_cb(struct rcu_head *rh)
-{
-	struct rcu_block *first = caa_container_of(rh, struct rcu_block, rh);
-
-	/* The monitor published the batch with release (TSan cannot see liburcu's queue). */
-	__atomic_load_n(&first->nblocks, __ATOMIC_ACQUIRE);
-	drain_batch(first);
-}
-
-static void flush_cb(struct rcu_head *rh)
-{
-	(void)rh;
-	uslab_thread_flush(); /* the worker's sheaves: barrier leaves nothing cached */
-	pthread_mutex_lock(&R.lock);
-	R.flush_done = 1;
-	pthread_cond_broadcast(&R.flushed);
-	pthread_mutex_unlock(&R.lock);
 }
 
 /*
@@ -400,7 +369,7 @@ static struct rcu_block *steal(struct rcu_tls *t, bool all)
 	return dst;
 }
 
-/* One pass of the monitor: build a batch and hand it to liburcu. */
+/* One pass of the monitor: gather a batch, wait for a grace period, free it. */
 static void monitor_round(bool scan, bool all)
 {
 	struct rcu_block *batch, *b;
@@ -434,24 +403,13 @@ static void monitor_round(bool scan, bool all)
 		atomic_fetch_sub(&R.queued_blocks, nq);
 	if (!batch && !heads && !slabs)
 		return;
-	if (!batch) {
-		batch = block_get(FROM_POOL_OR_NEW);
-		if (!batch)
-			batch = block_get(FROM_RESERVE);
-		if (!batch) {
-			/* No container: wait for the grace period here. */
-			flavor()->update_synchronize_rcu();
-			drain_heads(heads);
-			release_slabs_now(slabs);
-			return;
-		}
-	}
 	bump(blocks, nb);
-	batch->heads = heads;
-	batch->slabs = slabs;
-	__atomic_store_n(&batch->nblocks, (uint32_t)nb, __ATOMIC_RELEASE);
 	bump(batches, 1);
-	flavor()->update_call_rcu(&batch->rh, drain_cb);
+	/* One grace period for all of it, then free it here. */
+	flavor()->update_synchronize_rcu();
+	drain_batch(batch, nb);
+	drain_heads(heads);
+	release_slabs_now(slabs);
 }
 
 static uint64_t now_ms(void)
@@ -464,20 +422,9 @@ static uint64_t now_ms(void)
 
 static void *monitor_main(void *arg)
 {
-	const struct rcu_flavor_struct *f = flavor();
 	uint64_t next_scan = now_ms() + uslab_opt.rcu_drain_ms;
 
 	(void)arg;
-	f->register_thread();
-	if (f == &urcu_memb_flavor) {
-		/* Our own worker: draining does not queue behind the program's callbacks. */
-		struct call_rcu_data *crdp = urcu_memb_create_call_rcu_data(0, -1);
-
-		if (crdp) {
-			urcu_memb_set_thread_call_rcu_data(crdp);
-			R.own_worker = true;
-		}
-	}
 	for (;;) {
 		uint64_t target, now;
 		bool barrier, scan;
@@ -513,27 +460,14 @@ static void *monitor_main(void *arg)
 		scan = barrier || now >= next_scan;
 		if (scan)
 			next_scan = now + uslab_opt.rcu_drain_ms;
+		pthread_mutex_lock(&R.gp_lock);
 		monitor_round(scan, barrier);
+		if (barrier)
+			uslab_thread_flush(); /* what we freed: nothing stays cached here */
+		pthread_mutex_unlock(&R.gp_lock);
 		pool_fill();
 		if (barrier) {
-			/*
-			 * Our worker runs callbacks in order: the flush callback
-			 * running means every batch before it has been freed.
-			 * Other flavors' workers may be per CPU: their rcu_barrier.
-			 */
 			pthread_mutex_lock(&R.lock);
-			R.flush_done = 0;
-			pthread_mutex_unlock(&R.lock);
-			f->update_call_rcu(&R.flush_rh, flush_cb);
-			pthread_mutex_lock(&R.lock);
-			if (R.own_worker) {
-				while (!R.flush_done)
-					pthread_cond_wait(&R.flushed, &R.lock);
-			} else {
-				pthread_mutex_unlock(&R.lock);
-				f->barrier();
-				pthread_mutex_lock(&R.lock);
-			}
 			R.barrier_done = target;
 			pthread_cond_broadcast(&R.done);
 			pthread_mutex_unlock(&R.lock);
@@ -584,10 +518,6 @@ static int rcu_thread_start(void)
 	pthread_once(&rcu_once, rcu_init_once);
 	pthread_mutex_lock(&R.lock);
 	R.used = true;
-	if (R.frozen) {
-		pthread_mutex_unlock(&R.lock);
-		return -1;
-	}
 	if (!R.started && !R.start_failed) {
 		pthread_attr_t attr;
 		sigset_t all, old;
@@ -625,8 +555,7 @@ static int rcu_thread_start(void)
 /* Wait while too many blocks are in flight (outside read-side sections). */
 static void throttle(void)
 {
-	if (READ_ONCE(R.frozen) ||
-	    likely(atomic_load_explicit(&R.inflight, memory_order_relaxed) <
+	if (likely(atomic_load_explicit(&R.inflight, memory_order_relaxed) <
 		   uslab_opt.rcu_max_inflight) ||
 	    flavor()->read_ongoing())
 		return;
@@ -675,7 +604,7 @@ static __attribute__((noinline)) void free_rcu_slow(void *obj, struct rcu_head *
 		return;
 	}
 no_block:
-	if (head && !READ_ONCE(R.frozen)) {
+	if (head) {
 		/* Emergency path: link through the object's rcu_head. */
 		ulock_lock(&R.hq_lock);
 		head->next.next = (struct cds_wfcq_node *)R.hq;
@@ -686,7 +615,7 @@ no_block:
 		bump(queued, 1);
 		return;
 	}
-	if (!flavor()->read_ongoing() && !READ_ONCE(R.frozen)) {
+	if (!flavor()->read_ongoing()) {
 		/* Like the kernel's single-argument kvfree_rcu(): wait, then free. */
 		flavor()->update_synchronize_rcu();
 		uslab_cache_free_bulk(NULL, 1, &obj);
@@ -697,14 +626,6 @@ no_block:
 	}
 	bump(leaked, 1);
 	bump(queued, 1);
-	if (READ_ONCE(R.frozen)) {
-		static int warned;
-
-		if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
-			uslab_warn("deferred frees are not done in a child of fork(): objects "
-				   "stay allocated (doc/api.md)");
-		return;
-	}
 	uslab_warn("uslab_free_rcu: no memory for a block inside a read-side critical "
 		   "section: %p leaked",
 		   obj);
@@ -760,7 +681,7 @@ void uslab_rcu_barrier(void)
 		return;
 	}
 	if (rcu_thread_start())
-		return; /* no monitor (or a fork child): nothing to wait for */
+		return; /* no monitor: nothing can have been deferred */
 	if (rt.cur) {
 		struct rcu_block *b = rt.cur;
 
@@ -825,7 +746,7 @@ void rcu_defer_slabs(struct slab *list)
 	}
 	bump(slabs_deferred, k);
 	if (!rt.listed && rcu_thread_start()) {
-		/* No monitor (fork child): the caller cannot wait safely; keep them. */
+		/* No monitor: the caller cannot wait safely; the slabs stay. */
 		return;
 	}
 	head = atomic_load_explicit(&R.slabq, memory_order_relaxed);
@@ -840,6 +761,7 @@ void rcu_defer_slabs(struct slab *list)
 
 void rcu_fork_prepare(void)
 {
+	pthread_mutex_lock(&R.gp_lock);
 	pthread_mutex_lock(&R.lock);
 	ulock_lock(&R.pool_lock);
 	ulock_lock(&R.hq_lock);
@@ -850,30 +772,26 @@ void rcu_fork_parent(void)
 	ulock_unlock(&R.hq_lock);
 	ulock_unlock(&R.pool_lock);
 	pthread_mutex_unlock(&R.lock);
+	pthread_mutex_unlock(&R.gp_lock);
 }
 
 /*
- * Fork. If the monitor never ran, the child starts from scratch like the
- * parent did. Otherwise liburcu's state in the child is the parent's: the
- * monitor and the call_rcu worker are registered readers that no longer
- * exist, and glibc hands their stacks (and TLS, where liburcu's registry
- * nodes live) to the child's next threads, so no grace period is safe in
- * the child (liburcu documents the same for its own threads). uslab then
- * freezes deferred freeing in the child: nothing pending is freed, later
- * deferred frees leave their objects allocated (counted as leaked, one
- * warning), uslab_rcu_barrier() returns at once, and slabs of
- * TYPESAFE_BY_RCU caches are not released. Plain alloc and free work.
+ * Fork: rcu_fork_prepare() took gp_lock, so no grace period of ours is in
+ * progress. The child has no monitor: every block not yet freed - queued,
+ * or the current block of any thread of the parent - is queued again and
+ * freed by a new monitor started by the child's next deferred free or
+ * barrier. uslab registers no thread with liburcu, so it leaves no stale
+ * reader in the child's liburcu registry.
  */
 void rcu_fork_child(void)
 {
 	unsigned long nq = 0;
-	bool ran = R.started;
 
 	atomic_store(&R.sleeping, 0);
 	pthread_mutex_init(&R.lock, NULL);
 	pthread_cond_init(&R.wake, NULL);
 	pthread_cond_init(&R.done, NULL);
-	pthread_cond_init(&R.flushed, NULL);
+	pthread_mutex_init(&R.gp_lock, NULL);
 	ulock_init(&R.pool_lock);
 	ulock_init(&R.hq_lock);
 	/* Every block to the queue, ours too: our next free starts a monitor. */
@@ -890,9 +808,7 @@ void rcu_fork_child(void)
 	atomic_store(&R.queued_blocks, nq);
 	atomic_store(&R.inflight, nq);
 	R.started = false;
-	R.own_worker = false;
-	R.frozen = ran;
-	R.flush_done = 1;
+
 	R.barrier_done = R.barrier_req;
 	__atomic_store_n(&R.throttled_waiters, 0, __ATOMIC_RELAXED);
 }
