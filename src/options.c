@@ -48,7 +48,7 @@ static const struct option_row {
 	  "milliseconds a partly filled block of deferred frees may wait" },
 	{ "USLAB_RCU_BATCH_BLOCKS", &uslab_opt.rcu_batch_blocks, 4, 1, 4096,
 	  "full blocks (505 objects each) that wake the monitor for a call_rcu" },
-	{ "USLAB_RCU_MAX_INFLIGHT", &uslab_opt.rcu_max_inflight, 16384, 16, 1u << 24,
+	{ "USLAB_RCU_MAX_INFLIGHT", &uslab_opt.rcu_max_inflight, 256, 16, 1u << 24,
 	  "blocks waiting for a grace period before uslab_free_rcu() waits" },
 };
 

@@ -76,7 +76,7 @@
 #define RCU_BLOCK_SIZE 4096
 #define TAKEN_ALL UINT32_MAX
 #define RCU_POOL_MAX 256 /* spare blocks kept after a batch is freed */
-#define RCU_POOL_FILL 16 /* the monitor keeps the pool at least this full */
+#define RCU_POOL_FILL 64 /* the monitor keeps the pool at least this full */
 #define RCU_RESERVE 8	 /* of which only read-side emergencies take the last */
 
 struct rcu_block {
@@ -120,6 +120,7 @@ static struct {
 	atomic_ulong queued_blocks;
 	atomic_ulong inflight; /* blocks from publish to callback */
 	atomic_int sleeping;
+	atomic_int pool_low; /* a thread found the pool empty: refill it */
 
 	struct ulock pool_lock;
 	struct rcu_block *pool;
@@ -182,6 +183,8 @@ static void block_init(struct rcu_block *b)
 	__atomic_store_n(&b->n, 0, __ATOMIC_RELAXED);
 }
 
+static void monitor_wake(void);
+
 enum block_src {
 	FROM_POOL,	  /* spare blocks above the reserve only */
 	FROM_POOL_OR_NEW, /* then a new block */
@@ -202,6 +205,8 @@ static struct rcu_block *block_get(enum block_src src)
 		R.npool--;
 	}
 	ulock_unlock(&R.pool_lock);
+	if (!b && src == FROM_POOL && !atomic_exchange(&R.pool_low, 1))
+		monitor_wake(); /* uslab_free_rcu_head() allocates nothing: ask */
 	if (!b && src == FROM_POOL_OR_NEW)
 		b = block_new();
 	if (b)
@@ -425,6 +430,7 @@ static void *monitor_main(void *arg)
 	uint64_t next_scan = now_ms() + uslab_opt.rcu_drain_ms;
 
 	(void)arg;
+	pool_fill();
 	for (;;) {
 		uint64_t target, now;
 		bool barrier, scan;
@@ -436,7 +442,8 @@ static void *monitor_main(void *arg)
 
 			/* A throttled thread waits for what is queued: hand it over now. */
 			if (R.barrier_req != R.barrier_done || now >= next_scan ||
-			    q >= uslab_opt.rcu_batch_blocks || (q && R.throttled_waiters))
+			    q >= uslab_opt.rcu_batch_blocks || (q && R.throttled_waiters) ||
+			    atomic_load(&R.pool_low))
 				break;
 			struct timespec ts;
 			uint64_t wait = next_scan - now;
@@ -465,6 +472,7 @@ static void *monitor_main(void *arg)
 		if (barrier)
 			uslab_thread_flush(); /* what we freed: nothing stays cached here */
 		pthread_mutex_unlock(&R.gp_lock);
+		atomic_store(&R.pool_low, 0);
 		pool_fill();
 		if (barrier) {
 			pthread_mutex_lock(&R.lock);
