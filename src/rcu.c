@@ -276,6 +276,23 @@ static void block_publish(struct rcu_block *b)
 		monitor_wake();
 }
 
+/* The object an rcu_head lies in (NULL if it is in no slab). */
+static void *head_object(const void *h)
+{
+	struct slab *s = os_slab_lookup(h);
+	struct uslab_cache *c;
+	uint64_t off, idx;
+
+	if (!s)
+		return NULL;
+	c = s->cache;
+	off = (uintptr_t)h - (uintptr_t)s->base;
+	idx = (uint64_t)(((unsigned __int128)off * c->recip) >> 64);
+	if (idx * c->size > off)
+		idx--;
+	return s->base + idx * c->size;
+}
+
 /* Free the objects of an emergency list (linked through their rcu_heads). */
 static void drain_heads(struct rcu_head *h)
 {
@@ -284,14 +301,8 @@ static void drain_heads(struct rcu_head *h)
 
 	while (h) {
 		struct rcu_head *next = (struct rcu_head *)h->next.next;
-		struct slab *s = os_slab_lookup(h);
-		struct uslab_cache *c = s->cache;
-		uint64_t off = (uintptr_t)h - (uintptr_t)s->base;
-		uint64_t idx = (uint64_t)(((unsigned __int128)off * c->recip) >> 64);
 
-		if (idx * c->size > off)
-			idx--;
-		objs[n++] = s->base + idx * c->size;
+		objs[n++] = head_object(h);
 		if (n == ARRAY_SIZE(objs)) {
 			uslab_cache_free_bulk(NULL, n, objs);
 			bump(freed, n);
@@ -614,11 +625,19 @@ static __attribute__((noinline)) void free_rcu_slow(void *obj, struct rcu_head *
 no_block:
 	if (head) {
 		/* Emergency path: link through the object's rcu_head. */
+		bool wake;
+
+		if (unlikely(head_object(head) != obj))
+			uslab_bug(NULL, head,
+				  "uslab_free_rcu_head: rcu_head %p is not inside object %p",
+				  (void *)head, obj);
 		ulock_lock(&R.hq_lock);
 		head->next.next = (struct cds_wfcq_node *)R.hq;
 		R.hq = head;
-		R.nhq++;
+		wake = ++R.nhq % RCU_BLOCK_CAP == 0;
 		ulock_unlock(&R.hq_lock);
+		if (wake)
+			monitor_wake(); /* a block's worth: do not wait for the period */
 		bump(emergency, 1);
 		bump(queued, 1);
 		return;
