@@ -8,8 +8,9 @@
  * fork handlers.
  *
  * Fork: before fork() the forking thread takes every lock in the lock order
- * (caches_lock, threads_lock, every thread state, every barn, every node,
- * os_lock), so no lock is held halfway through an update in the child. The
+ * (rcu.c's gp_lock, caches_lock, rcu.c's locks, threads_lock, every thread
+ * state, every barn, every node, os_lock), so no lock is held halfway
+ * through an update in the child. The
  * parent releases them; the child re-initialises them and hands the sheaves
  * of the threads that do not exist in the child back to their caches.
  */
@@ -22,8 +23,9 @@ static int init_error;
 
 static void fork_prepare(void)
 {
-	ulock_lock(&caches_lock);
 	rcu_fork_prepare();
+	ulock_lock(&caches_lock);
+	rcu_fork_prepare_late();
 	thread_fork_prepare();
 	cache_fork_prepare();
 	os_fork_prepare();
@@ -36,6 +38,7 @@ static void fork_parent(void)
 	thread_fork_parent();
 	rcu_fork_parent();
 	ulock_unlock(&caches_lock);
+	rcu_fork_parent_early();
 }
 
 static void fork_child(void)

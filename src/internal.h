@@ -16,6 +16,7 @@
  * doc/design.md has the picture; the lock order is repeated here because
  * every file that takes a lock must respect it:
  *
+ *   0. rcu gp_lock      (rcu.c)    the monitor, across a grace period + drain
  *   1. caches_lock      (cache.c)  list of caches, cache ids
  *   1a. rcu_lock        (rcu.c)    deferred-free threads, monitor, barrier
  *   1b. rcu pool_lock   (rcu.c)    spare blocks (hq_lock: a leaf)
@@ -278,7 +279,9 @@ INTERNAL void thread_fork_child(void);
 
 INTERNAL void rcu_defer_slabs(struct slab *list);
 INTERNAL void rcu_fork_prepare(void);
+INTERNAL void rcu_fork_prepare_late(void);
 INTERNAL void rcu_fork_parent(void);
+INTERNAL void rcu_fork_parent_early(void);
 INTERNAL void rcu_fork_child(void);
 INTERNAL extern int rcu_fault_inject;
 

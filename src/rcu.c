@@ -786,9 +786,15 @@ void rcu_defer_slabs(struct slab *list)
 
 /* ------------------------------------------------------------ fork */
 
+/* Before caches_lock: waits for the monitor's grace period and drain. */
 void rcu_fork_prepare(void)
 {
 	pthread_mutex_lock(&R.gp_lock);
+}
+
+/* After caches_lock. */
+void rcu_fork_prepare_late(void)
+{
 	pthread_mutex_lock(&R.lock);
 	ulock_lock(&R.pool_lock);
 	ulock_lock(&R.hq_lock);
@@ -799,6 +805,10 @@ void rcu_fork_parent(void)
 	ulock_unlock(&R.hq_lock);
 	ulock_unlock(&R.pool_lock);
 	pthread_mutex_unlock(&R.lock);
+}
+
+void rcu_fork_parent_early(void)
+{
 	pthread_mutex_unlock(&R.gp_lock);
 }
 
