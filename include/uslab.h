@@ -109,7 +109,9 @@ USLAB_API struct uslab_cache *uslab_cache_create(const char *name, size_t size,
  *
  * Context: owner - no thread may allocate from or free to @c during the
  * call, and the program's last use of @c on every thread must happen
- * before the call (for example through a join, a lock or a queue).
+ * before the call (for example through a join, a lock or a queue). For a
+ * USLAB_TYPESAFE_BY_RCU cache it waits for a grace period
+ * (uslab_rcu_barrier()): not inside a read-side critical section.
  * Return: 0 - destroyed, every slab given back to the OS;
  *         -EBUSY - objects are live, nothing destroyed.
  */

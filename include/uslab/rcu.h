@@ -11,9 +11,9 @@
  *   - threads that only free need not be registered;
  *   - another flavor is chosen with uslab_rcu_set_flavor() before the
  *     first deferred free.
- * uslab runs one background thread (the monitor, started on first use,
- * registered with the flavor) that hands batches to liburcu, and for
- * urcu-memb its own call_rcu worker that frees them.
+ * uslab runs one background thread (the monitor, started on first use, not
+ * registered with liburcu) that waits for one grace period per batch with
+ * the flavor's synchronize_rcu and frees the batch.
  */
 #ifndef USLAB_RCU_H
 #define USLAB_RCU_H
@@ -44,10 +44,10 @@ struct rcu_flavor_struct; /* <urcu/flavor.h> */
  * @obj: an object of any uslab cache, or NULL (nothing is done).
  *
  * The pointer is appended to a per-thread page-sized block (no lock, no
- * atomic instruction); full blocks are handed to liburcu in batches, one
- * call_rcu per batch, and freed through uslab_cache_free_bulk() after the
- * grace period. A partly filled block is handed over by the monitor after
- * USLAB_RCU_DRAIN_MS (default 20 ms).
+ * atomic instruction); full blocks go to the monitor, which waits for one
+ * grace period for everything queued (a batch) and frees the batch through
+ * uslab_cache_free_bulk(). A partly filled block is handed over by the
+ * monitor within two USLAB_RCU_DRAIN_MS periods (default 20 ms).
  *
  * May block in two rare cases, and only outside a read-side critical
  * section: (1) more than USLAB_RCU_MAX_INFLIGHT blocks are waiting for
@@ -68,9 +68,11 @@ USLAB_API void uslab_free_rcu(void *obj);
  * @obj:  an object of any uslab cache, or NULL (nothing is done).
  * @head: a struct rcu_head that lies inside @obj; uslab may use it.
  *
- * Never allocates and never blocks: the pointer goes into the thread's
+ * Never allocates and never blocks (its first call on a thread takes a
+ * lock once to make the thread known): the pointer goes into the thread's
  * block if it has room or a spare block exists; otherwise (the emergency
- * path) @head links @obj into a list handed over by the monitor.
+ * path) @head links @obj into a list handed over by the monitor. A @head
+ * outside @obj is a BUG (detected on the emergency path).
  *
  * Context: any thread, inside or outside a read-side critical section.
  */
@@ -97,8 +99,7 @@ USLAB_API void uslab_rcu_barrier(void);
  *          the default is &urcu_memb_flavor.
  *
  * Readers of objects freed through uslab must use this flavor's read-side
- * primitives. Only urcu-memb gets a dedicated call_rcu worker; other
- * flavors' batches are freed by the flavor's default worker.
+ * primitives; uslab calls only its synchronize_rcu and read_ongoing.
  *
  * Context: any thread, before the first deferred free or release of a
  * USLAB_TYPESAFE_BY_RCU slab.
@@ -112,7 +113,7 @@ USLAB_API int uslab_rcu_set_flavor(const struct rcu_flavor_struct *flavor);
  * @queued:     objects passed to uslab_free_rcu() or uslab_free_rcu_head().
  * @freed:      objects freed after their grace period (or at once by the
  *              synchronous fallback).
- * @batches:    call_rcu calls made for batches of objects.
+ * @batches:    grace periods waited for, one per batch of objects.
  * @blocks:     blocks of pointers handed over (full or partly filled).
  * @emergency:  objects that went through the rcu_head list (no block).
  * @sync:       objects freed by the synchronous fallback (no block).
