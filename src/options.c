@@ -46,8 +46,8 @@ static const struct option_row {
 	  "objects of a sheaf taken from the barn prefetched for writing" },
 	{ "USLAB_RCU_DRAIN_MS", &uslab_opt.rcu_drain_ms, 20, 1, 60000,
 	  "milliseconds a partly filled block of deferred frees may wait" },
-	{ "USLAB_RCU_BATCH_BLOCKS", &uslab_opt.rcu_batch_blocks, 4, 1, 4096,
-	  "full blocks (505 objects each) that wake the monitor for a call_rcu" },
+	{ "USLAB_RCU_BATCH_BLOCKS", &uslab_opt.rcu_batch_blocks, 64, 1, 4096,
+	  "full blocks (509 objects each) queued that wake the monitor" },
 	{ "USLAB_RCU_MAX_INFLIGHT", &uslab_opt.rcu_max_inflight, 256, 16, 1u << 24,
 	  "blocks waiting for a grace period before uslab_free_rcu() waits" },
 };
