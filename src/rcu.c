@@ -5,10 +5,10 @@
  * release of USLAB_TYPESAFE_BY_RCU slabs. Grace periods come from liburcu.
  *
  * Blocks. A freeing thread appends pointers to its current block, a
- * 4 KiB page: a small header and RCU_BLOCK_CAP (505) pointers. The append
+ * 4 KiB page: a small header and RCU_BLOCK_CAP (509) pointers. The append
  * is the fast path: a store of the pointer and a release store of the
  * count (plain moves on x86), no lock, no atomic read-modify-write. A full
- * block is pushed on a global lock-free queue (one CAS per 505 frees) and
+ * block is pushed on a global lock-free queue (one CAS per 509 frees) and
  * the thread takes another from the spare pool.
  *
  * Batches. One background thread, the monitor, takes everything queued
@@ -45,8 +45,8 @@
  * read-side critical section, takes a block from the reserve (the last
  * RCU_RESERVE blocks of the pool); beyond that it leaks with a warning.
  *
- * Backpressure: more than USLAB_RCU_MAX_INFLIGHT blocks between publish
- * and callback make uslab_free_rcu() wait, outside read-side sections.
+ * Backpressure: more than USLAB_RCU_MAX_INFLIGHT blocks between queueing
+ * and freeing make uslab_free_rcu() wait, outside read-side sections.
  *
  * Barrier: uslab_rcu_barrier() asks the monitor for a sweep (every
  * thread's partial block, regardless of age; blocks of exited threads were
@@ -56,10 +56,10 @@
  * Locks (see internal.h for the whole order): rcu_lock (a mutex, with the
  * monitor's and waiters' condition variables) protects the list of
  * threads, the monitor's start and the barrier generations; it comes after
- * caches_lock and before every other lock. pool_lock protects the spare
+ * gp_lock and caches_lock and before every other lock. pool_lock protects the spare
  * blocks; hq_lock the emergency list; both are leaves except that
  * pool_lock may be held while allocating a block (node lock, os_lock).
-  * gp_lock is held by the monitor across a grace period and its drain; fork
+ * gp_lock is held by the monitor across a grace period and its drain; fork
  * takes it first, so no grace period of ours is in progress at fork.
  * The monitor makes no liburcu call while holding any other lock.
  */
@@ -118,7 +118,7 @@ static struct {
 	_Atomic(struct rcu_block *) queue; /* full blocks, lock-free push */
 	_Atomic(struct slab *) slabq;	   /* slabs waiting for a batch */
 	atomic_ulong queued_blocks;
-	atomic_ulong inflight; /* blocks from publish to callback */
+	atomic_ulong inflight; /* blocks from queueing to freeing */
 	atomic_int sleeping;
 	atomic_int pool_low; /* a thread found the pool empty: refill it */
 
@@ -266,7 +266,7 @@ static void block_publish(struct rcu_block *b)
 
 	b->start = old;
 	bump(queued, __atomic_load_n(&b->n, __ATOMIC_RELAXED) - old);
-	/* Counted before it is visible: its callback may run before we return. */
+	/* Counted before it is visible: the monitor may free it before we return. */
 	atomic_fetch_add_explicit(&R.inflight, 1, memory_order_relaxed);
 	do
 		b->next = head;

@@ -88,8 +88,7 @@ USLAB_API void uslab_free_rcu_head(void *obj, struct rcu_head *head);
  * to the OS layer. Waits for at least one grace period.
  *
  * Context: any thread, outside a read-side critical section (inside one it
- * would wait for itself: it writes a warning and returns at once), never
- * from a call_rcu callback.
+ * would wait for itself: it writes a warning and returns at once).
  */
 USLAB_API void uslab_rcu_barrier(void);
 
