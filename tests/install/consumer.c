@@ -24,8 +24,12 @@ int main(void)
 	for (int i = 0; i < 1000; i++) {
 		if (p[i]->x != i)
 			return 2;
-		uslab_cache_free(c, p[i]);
+		if (i % 2)
+			uslab_free_rcu(p[i]); /* after a grace period (liburcu) */
+		else
+			uslab_cache_free(c, p[i]);
 	}
+	uslab_rcu_barrier();
 	uslab_cache_stats(c, &st);
 	printf("consumer: %lu objects in %lu slabs of %u pages\n", st.num_objs, st.num_slabs,
 	       st.pagesperslab);
