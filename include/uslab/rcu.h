@@ -68,8 +68,9 @@ USLAB_API void uslab_free_rcu(void *obj);
  * @obj:  an object of any uslab cache, or NULL (nothing is done).
  * @head: a struct rcu_head that lies inside @obj; uslab may use it.
  *
- * Never allocates and never blocks (its first call on a thread takes a
- * lock once to make the thread known): the pointer goes into the thread's
+ * Never allocates and never waits for a grace period or for memory (it
+ * takes short internal locks: per spare block, per object on the emergency
+ * path, once per thread to make it known): the pointer goes into the thread's
  * block if it has room or a spare block exists; otherwise (the emergency
  * path) @head links @obj into a list handed over by the monitor. A @head
  * outside @obj is a BUG (detected on the emergency path).
