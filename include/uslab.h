@@ -286,6 +286,7 @@ USLAB_API struct uslab_cache *uslab_cache_of(const void *p);
 
 #include <uslab/rcu.h>
 #include <uslab/fastpath.h>
+#include <uslab/magazine.h>
 
 #ifdef __cplusplus
 }

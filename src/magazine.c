@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: MIT
+/*
+ * magazine.c - caller-owned recycling caches and on-stack free batches (the
+ * NAPI skb cache and the seed's dev_free_waitlist).
+ *
+ * A magazine is a stack of object pointers, objs[0 .. top), that belongs to
+ * one context. The inline fast paths (uslab/magazine.h) pop and push it;
+ * this file holds its slow paths and the exported versions of everything:
+ *
+ *   empty: refill with one uslab_cache_alloc_bulk() of m->refill objects
+ *          (NAPI: 16); if the cache cannot give that many, one object.
+ *   full:  the bottom half (the objects freed longest ago, whose cache
+ *          lines are the likeliest to be gone) goes back with one
+ *          uslab_cache_free_bulk(); the upper half slides down. The hot
+ *          objects stay. (NAPI frees the upper half instead, which saves
+ *          the slide but sends back the warmest objects.)
+ *
+ * The magazine sits on top of the cache's public bulk calls, so what it
+ * returns goes into the calling thread's sheaves and on from there, and its
+ * bulk calls are counted in uslab_cache_stats() like anyone's. No lock and
+ * no atomic anywhere in this file: ownership is the caller's business.
+ *
+ * Under AddressSanitizer the inline paths are off and the exported ones
+ * below poison every object resting in a magazine and unpoison it when it
+ * is handed out, so a use after uslab_magazine_free() is reported.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Poison objs[0..n) of @c (resting in a magazine), or unpoison them. */
+static void poison_range(const struct uslab_cache *c, void **objs, size_t n)
+{
+#ifdef USLAB_ASAN
+	for (size_t i = 0; i < n; i++)
+		asan_poison(objs[i], c->size);
+#else
+	(void)c, (void)objs, (void)n;
+#endif
+}
+
+static void unpoison_range(const struct uslab_cache *c, void **objs, size_t n)
+{
+#ifdef USLAB_ASAN
+	for (size_t i = 0; i < n; i++)
+		asan_unpoison(objs[i], c->object_size);
+#else
+	(void)c, (void)objs, (void)n;
+#endif
+}
+
+/* ------------------------------------------------------------ create */
+
+static struct uslab_magazine *magazine_new(struct uslab_cache *c, unsigned int capacity,
+					   unsigned int refill)
+{
+	struct uslab_magazine *m;
+	void *mem;
+
+	if (!c || capacity > USLAB_MAGAZINE_MAX_CAPACITY) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!capacity)
+		capacity = USLAB_MAGAZINE_CAPACITY;
+	if (!refill)
+		refill = capacity < USLAB_MAGAZINE_REFILL ? capacity : USLAB_MAGAZINE_REFILL;
+	if (refill > capacity) {
+		errno = EINVAL;
+		return NULL;
+	}
+	/* The header on its own cache line, the array right after it. */
+	if (posix_memalign(&mem, CACHELINE, CACHELINE + (size_t)capacity * sizeof(void *))) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	_Static_assert(sizeof(struct uslab_magazine) <= CACHELINE, "a magazine's header is one line");
+	m = mem;
+	memset(m, 0, sizeof(*m));
+	m->objs = (void **)((char *)mem + CACHELINE);
+	m->top = m->objs;
+	m->limit = m->objs + capacity;
+	m->cache = c;
+	m->capacity = capacity;
+	m->refill = refill;
+	return m;
+}
+
+struct uslab_magazine *uslab_magazine_create(struct uslab_cache *c, unsigned int capacity,
+					     unsigned int refill)
+{
+	return magazine_new(c, capacity, refill);
+}
+
+/* Allocate @n objects onto the top of @m with one bulk call; 0 or -ENOMEM. */
+static int push_new(struct uslab_magazine *m, size_t n)
+{
+	if (!n)
+		return 0;
+	if (uslab_cache_alloc_bulk(m->cache, n, m->top) != n)
+		return -ENOMEM;
+	poison_range(m->cache, m->top, n);
+	m->top += n;
+	m->refills++;
+	return 0;
+}
+
+int uslab_magazine_fill(struct uslab_magazine *m, unsigned int n)
+{
+	unsigned int have;
+
+	if (!m || n > m->capacity)
+		return -EINVAL;
+	have = (unsigned int)(m->top - m->objs);
+	return have >= n ? 0 : push_new(m, n - have);
+}
+
+struct uslab_magazine *uslab_magazine_prefill(struct uslab_cache *c, unsigned int n)
+{
+	struct uslab_magazine *m;
+	unsigned int capacity = USLAB_MAGAZINE_CAPACITY;
+
+	if (n > USLAB_MAGAZINE_MAX_CAPACITY / 2) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (2 * n > capacity)
+		capacity = 2 * n;
+	m = magazine_new(c, capacity, 0);
+	if (!m)
+		return NULL;
+	if (uslab_magazine_fill(m, n)) {
+		free(m);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return m;
+}
+
+/* ------------------------------------------------------- slow paths */
+
+/* Give the bottom @n objects back with one bulk free; slide the rest down. */
+static void flush_bottom(struct uslab_magazine *m, size_t n)
+{
+	size_t have = (size_t)(m->top - m->objs);
+
+	if (!n)
+		return;
+	uslab_cache_free_bulk(m->cache, n, m->objs); /* poisoned: they stay so */
+	memmove(m->objs, m->objs + n, (have - n) * sizeof(void *));
+	m->top -= n;
+	m->flushes++;
+}
+
+/* Objects a full magazine gives back: the older half, at least one. */
+static size_t half(const struct uslab_magazine *m)
+{
+	return m->capacity > 1 ? m->capacity / 2 : 1;
+}
+
+void *uslab_priv_magazine_alloc_slow(struct uslab_magazine *m)
+{
+	void *obj;
+
+	if (m->top == m->objs && push_new(m, m->refill)) {
+		/* Not a whole refill to be had: try for one object. */
+		obj = uslab_cache_alloc(m->cache);
+		if (!obj)
+			errno = ENOMEM;
+		return obj;
+	}
+	obj = *--m->top;
+	unpoison_range(m->cache, &obj, 1);
+	return obj;
+}
+
+void uslab_priv_magazine_free_slow(struct uslab_magazine *m, void *obj)
+{
+	if (!obj)
+		return;
+	if (m->top == m->limit)
+		flush_bottom(m, half(m));
+	poison_range(m->cache, &obj, 1);
+	*m->top++ = obj;
+}
+
+/* ------------------------------------------- the exported fast paths */
+
+void *uslab_magazine_alloc(struct uslab_magazine *m)
+{
+	void *obj;
+
+	if (unlikely(m->top == m->objs))
+		return uslab_priv_magazine_alloc_slow(m);
+	obj = *--m->top;
+	unpoison_range(m->cache, &obj, 1);
+	return obj;
+}
+
+void uslab_magazine_free(struct uslab_magazine *m, void *obj)
+{
+	if (unlikely(!obj))
+		return;
+	if (unlikely(m->top == m->limit)) {
+		uslab_priv_magazine_free_slow(m, obj);
+		return;
+	}
+	poison_range(m->cache, &obj, 1);
+	*m->top++ = obj;
+}
+
+unsigned int uslab_magazine_count(const struct uslab_magazine *m)
+{
+	return (unsigned int)(m->top - m->objs);
+}
+
+size_t uslab_magazine_alloc_bulk(struct uslab_magazine *m, size_t n, void **p)
+{
+	size_t have = (size_t)(m->top - m->objs), take = n;
+
+	if (!n)
+		return 0;
+	if (n > have) {
+		size_t need = n - have, room = m->capacity - have;
+
+		if (need <= room) {
+			/* The shortfall and a refill onto the magazine, one call. */
+			size_t more = need + m->refill < room ? need + m->refill : room;
+
+			if (push_new(m, more) && push_new(m, need)) {
+				errno = ENOMEM;
+				return 0;
+			}
+		} else {
+			/* More than it could hold: the shortfall straight into @p. */
+			if (uslab_cache_alloc_bulk(m->cache, need, p + have) != need) {
+				errno = ENOMEM;
+				return 0;
+			}
+			m->refills++;
+			take = have;
+		}
+	}
+	m->top -= take;
+	memcpy(p, m->top, take * sizeof(void *));
+	unpoison_range(m->cache, p, take);
+	return n;
+}
+
+/* Push p[0..n) (skipping NULLs, clearing entries); the caller made room. */
+static void push_objs(struct uslab_magazine *m, size_t n, void **p)
+{
+	for (size_t i = 0; i < n; i++) {
+		void *o = p[i];
+
+		p[i] = NULL;
+		if (o) {
+			poison_range(m->cache, &o, 1);
+			*m->top++ = o;
+		}
+	}
+}
+
+void uslab_magazine_free_bulk(struct uslab_magazine *m, size_t n, void **p)
+{
+	size_t have = (size_t)(m->top - m->objs), room = m->capacity - have;
+	size_t flush = have < half(m) ? have : half(m);
+
+	if (!n || !p)
+		return;
+	if (n > room) {
+		if (n <= room + flush) {
+			/* The usual overflow: the older half goes back first. */
+			flush_bottom(m, flush);
+		} else {
+			/* More than fits even then: the excess goes straight back. */
+			uslab_cache_free_bulk(m->cache, n - room, p);
+			m->flushes++;
+			p += n - room;
+			n = room;
+		}
+	}
+	push_objs(m, n, p);
+}
+
+void uslab_magazine_flush(struct uslab_magazine *m)
+{
+	if (m)
+		flush_bottom(m, (size_t)(m->top - m->objs));
+}
+
+void uslab_magazine_destroy(struct uslab_magazine *m)
+{
+	if (!m)
+		return;
+	uslab_magazine_flush(m);
+	free(m);
+}
+
+/* ------------------------------------------------------- free batch */
+
+void uslab_free_batch_init(struct uslab_free_batch *b, struct uslab_cache *c)
+{
+	b->cache = c;
+	b->n = 0;
+}
+
+void uslab_free_batch_flush(struct uslab_free_batch *b)
+{
+	if (b->n) {
+		uslab_cache_free_bulk(b->cache, b->n, b->objs);
+		b->n = 0;
+	}
+}
+
+void uslab_free_batch_add(struct uslab_free_batch *b, void *obj)
+{
+	if (unlikely(!obj))
+		return;
+#ifdef USLAB_ASAN
+	{
+		/* Given up: poisoned now (a foreign pointer is left for the BUG). */
+		const struct uslab_cache *c = b->cache ? b->cache : uslab_cache_of(obj);
+
+		if (c && uslab_owns(obj))
+			asan_poison(obj, c->size);
+	}
+#endif
+	b->objs[b->n++] = obj;
+	if (unlikely(b->n == USLAB_FREE_BATCH_SIZE))
+		uslab_free_batch_flush(b);
+}
