@@ -75,7 +75,8 @@ static struct uslab_magazine *magazine_new(struct uslab_cache *c, unsigned int c
 		errno = ENOMEM;
 		return NULL;
 	}
-	_Static_assert(sizeof(struct uslab_magazine) <= CACHELINE, "a magazine's header is one line");
+	_Static_assert(sizeof(struct uslab_magazine) <= CACHELINE,
+		       "a magazine's header is one line");
 	m = mem;
 	memset(m, 0, sizeof(*m));
 	m->objs = (void **)((char *)mem + CACHELINE);
