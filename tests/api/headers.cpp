@@ -4,6 +4,7 @@
 #include <uslab/stats.h>
 #include <uslab/kmem.h>
 #include <uslab/rcu.h>
+#include <uslab/magazine.h>
 #include <uslab.h> /* twice: include guards */
 
 int main(void)
@@ -17,5 +18,21 @@ int main(void)
 	uslab_cache_free(c, uslab_cache_alloc(c));
 	kvfree_rcu(uslab_cache_alloc(c));
 	kvfree_rcu_barrier();
+	{
+		struct uslab_magazine *m = uslab_magazine_create(c, 0, 0);
+		struct uslab_free_batch b;
+		void *p[2];
+
+		if (!m || uslab_magazine_alloc_bulk(m, 2, p) != 2)
+			return 1;
+		uslab_magazine_free_bulk(m, 2, p);
+		uslab_magazine_free(m, uslab_magazine_alloc(m));
+		uslab_free_batch_init(&b, c);
+		uslab_free_batch_add(&b, uslab_magazine_alloc(m));
+		uslab_free_batch_flush(&b);
+		if (uslab_magazine_count(m) > m->capacity)
+			return 1;
+		uslab_magazine_destroy(m);
+	}
 	return uslab_cache_destroy(c);
 }
