@@ -10,8 +10,10 @@
  * and swaps objects with the other threads through a shared slot array
  * with an atomic exchange; a
  * thread frees only objects another thread allocated (checked: over 90% of
- * frees; singly, or in bulk through a NULL cache as kfree_bulk does), and
- * leaves what it holds at the end to the next round's thread.
+ * frees; singly, or in bulk through a NULL cache as kfree_bulk does, or
+ * through an on-stack free batch), and leaves what it holds at the end to
+ * the next round's thread. Objects of the 64-byte cache are allocated from
+ * and freed into a magazine each thread owns (uslab/magazine.h).
  * Objects are verified word by word before every free. The threads exit at
  * the end of each round (their sheaves go back at exit) and new ones start
  * the next round; the caches live across rounds. Seeds are deterministic:
@@ -44,12 +46,17 @@ static uint64_t word(const void *obj, size_t i)
 	return ((uintptr_t)obj ^ 0x5bd1e995u) * 0x9e3779b97f4a7c15ull + i;
 }
 
+/* Each worker's magazine for caches[MAG_CACHE] (NULL outside workers). */
+#define MAG_CACHE 2
+static __thread struct uslab_magazine *mag;
+
 static uint64_t *obj_alloc(uint64_t *seed, uintptr_t tid)
 {
 	uint64_t r = rnd_next(seed) % 1000;
 	/* Mostly small objects, sometimes big ones (as mimalloc's test). */
 	size_t k = r < 900 ? r % 4 : r < 990 ? 4 + r % 3 : 7;
-	uint64_t *o = uslab_cache_alloc(caches[k]);
+	uint64_t *o =
+		k == MAG_CACHE && mag ? uslab_magazine_alloc(mag) : uslab_cache_alloc(caches[k]);
 	size_t words = sizes[k] / 8;
 
 	if (!o) {
@@ -91,8 +98,15 @@ static size_t obj_check(uint64_t *o, uintptr_t tid)
 
 static void obj_free(uint64_t *o, uintptr_t tid)
 {
-	if (o)
-		uslab_cache_free(caches[obj_check(o, tid)], o);
+	size_t k;
+
+	if (!o)
+		return;
+	k = obj_check(o, tid);
+	if (k == MAG_CACHE && mag)
+		uslab_magazine_free(mag, o);
+	else
+		uslab_cache_free(caches[k], o);
 }
 
 /* Stamp an object allocated by a bulk call. */
@@ -127,6 +141,11 @@ static void *worker(void *arg)
 	size_t cap = 16 * scale + 16, n = carry_n[me];
 	uint64_t **retained = carry[me];
 
+	mag = uslab_magazine_create(caches[MAG_CACHE], 16 + (unsigned int)tid % 64, 0);
+	if (!mag) {
+		fprintf(stderr, "FAIL: magazine_create: errno %d\n", errno);
+		exit(1);
+	}
 	pthread_barrier_wait(&start);
 	for (unsigned long step = 0; step < 2000ul * scale; step++) {
 		uint64_t r = rnd_next(&seed) % 100;
@@ -151,6 +170,24 @@ static void *worker(void *arg)
 		} else if (r < 80 && !own(retained[i], tid)) {
 			obj_free(retained[i], tid);
 			retained[i] = retained[--n];
+		} else if (r < 85 && step % 2) {
+			/* The same through an on-stack free batch (mixed caches). */
+			struct uslab_free_batch b;
+
+			size_t m = 0;
+
+			uslab_free_batch_init(&b, NULL);
+			for (size_t j = 0; j < n && m < 100;) {
+				if (!own(retained[j], tid)) {
+					m++;
+					obj_check(retained[j], tid);
+					uslab_free_batch_add(&b, retained[j]);
+					retained[j] = retained[--n];
+				} else {
+					j++;
+				}
+			}
+			uslab_free_batch_flush(&b);
 		} else if (r < 85) {
 			/* Free other threads' objects of any cache in one kfree_bulk. */
 			void *batch[16];
@@ -177,6 +214,8 @@ static void *worker(void *arg)
 		}
 	}
 	carry_n[me] = n;
+	uslab_magazine_destroy(mag);
+	mag = NULL;
 	return NULL;
 }
 
