@@ -374,6 +374,20 @@ static void test_free_batch(void)
 #define OBJ 256
 
 static struct uslab_cache *xc;
+
+/* CHECK for the worker threads: counted per thread, added up after the join. */
+static _Atomic unsigned long thread_checks;
+static __thread unsigned long my_checks;
+#define TCHECK(cond, ...)                                                               \
+	do {                                                                            \
+		my_checks++;                                                            \
+		if (!(cond)) {                                                          \
+			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+			fprintf(stderr, __VA_ARGS__);                                   \
+			fputc('\n', stderr);                                            \
+			exit(1);                                                        \
+		}                                                                       \
+	} while (0)
 static struct {
 	_Alignas(64) _Atomic size_t head;
 	_Alignas(64) _Atomic size_t tail;
@@ -396,10 +410,10 @@ static void *rx(void *arg)
 		void *burst[32];
 
 		if (seq % 64) {
-			CHECK(uslab_magazine_alloc_bulk(m, 32, burst) == 32, "rx bulk");
+			TCHECK(uslab_magazine_alloc_bulk(m, 32, burst) == 32, "rx bulk");
 		} else {
 			for (int i = 0; i < 32; i++)
-				CHECK((burst[i] = uslab_magazine_alloc(m)) != NULL, "rx alloc");
+				TCHECK((burst[i] = uslab_magazine_alloc(m)) != NULL, "rx alloc");
 		}
 		for (int i = 0; i < 32; i++) {
 			stamp(burst[i], seq + (uint64_t)i);
@@ -410,8 +424,9 @@ static void *rx(void *arg)
 			atomic_store_explicit(&ring.head, ++head, memory_order_release);
 		}
 	}
-	CHECK(m->flushes == 0, "rx only allocates: never flushes");
+	TCHECK(m->flushes == 0, "rx only allocates: never flushes");
 	uslab_magazine_destroy(m);
+	thread_checks += my_checks;
 	return NULL;
 }
 
@@ -431,17 +446,18 @@ static void *tx(void *arg)
 		o = ring.slot[tail % RING];
 		atomic_store_explicit(&ring.tail, ++tail, memory_order_release);
 		for (size_t i = 0; i < OBJ / 8; i++)
-			CHECK(o[i] == seq * 0x9e3779b97f4a7c15ull + i,
-			      "packet %llu word %zu intact on the tx side", (unsigned long long)seq,
-			      i);
+			TCHECK(o[i] == seq * 0x9e3779b97f4a7c15ull + i,
+			       "packet %llu word %zu intact on the tx side",
+			       (unsigned long long)seq, i);
 		if (seq % 3)
 			uslab_magazine_free(m, o);
 		else
 			uslab_free_batch_add(&b, o);
 	}
 	uslab_free_batch_flush(&b);
-	CHECK(m->refills == 0 && m->flushes > 0, "tx only frees: half flushes only");
+	TCHECK(m->refills == 0 && m->flushes > 0, "tx only frees: half flushes only");
 	uslab_magazine_destroy(m);
+	thread_checks += my_checks;
 	return NULL;
 }
 
@@ -455,11 +471,12 @@ static void *borrower(void *arg)
 	(void)arg;
 	for (int i = 0; i < 100; i++) {
 		p[i] = uslab_magazine_alloc(handed);
-		CHECK(p[i] && memcmp(p[i], "handed", 7) == 0, "object %d kept its contents", i);
+		TCHECK(p[i] && memcmp(p[i], "handed", 7) == 0, "object %d kept its contents", i);
 		stamp(p[i], (uint64_t)i);
 	}
 	for (int i = 0; i < 100; i++)
 		uslab_magazine_free(handed, p[i]);
+	thread_checks += my_checks;
 	return NULL;
 }
 
@@ -496,6 +513,7 @@ static void test_two_threads(void)
 	uslab_magazine_destroy(handed);
 	check_all_back(xc, "handed over");
 	CHECK(uslab_cache_destroy(xc) == 0, "destroy");
+	test_checks += thread_checks;
 }
 
 int main(void)
