@@ -23,7 +23,9 @@
  *             packet on TX completion; one magazine on one thread, one per
  *             side on two (default capacity and refill 64/16 on one thread,
  *             CAPACITY/REFILL to change them; on two threads the RX side
- *             refills 64 at a time and the TX side holds 128: see below)
+ *             refills 64 at a time and the TX side holds 128)
+ *   magbulk   the same magazines, used a burst at a time:
+ *             uslab_magazine_alloc_bulk / _free_bulk of 64
  *   dpdk:     rte_mempool_generic_get / _put of 64 through the per-lcore
  *             cache (512 objects)
  *   mimalloc, glibc: single malloc / free per packet
@@ -43,8 +45,8 @@
 #define RING 2048  /* slots of the two-thread ring */
 #define SIZE 256
 
-enum variant { V_SINGLE, V_BULK, V_BATCH, V_MAGAZINE };
-static const char *const vnames[] = { "single", "bulk", "batch", "magazine" };
+enum variant { V_SINGLE, V_BULK, V_BATCH, V_MAGAZINE, V_MAGBULK };
+static const char *const vnames[] = { "single", "bulk", "batch", "magazine", "magbulk" };
 
 static enum variant variant;
 static unsigned long packets, warm;
@@ -77,7 +79,7 @@ struct side {
 static void side_init(struct side *s, int rx, int threads)
 {
 	s->mag = NULL;
-	if (variant != V_MAGAZINE)
+	if (variant != V_MAGAZINE && variant != V_MAGBULK)
 		return;
 	if (mag_capacity || mag_refill || threads == 1)
 		s->mag = uslab_magazine_create(peer_cache, mag_capacity, mag_refill);
@@ -124,9 +126,16 @@ static inline void rx_burst(struct side *s, void **slot, unsigned long seq)
 		if (uslab_cache_alloc_bulk(peer_cache, BURST, slot) != BURST)
 			abort();
 		break;
-	case V_MAGAZINE:
+	case V_MAGAZINE: {
+		struct uslab_magazine *m = s->mag;
+
 		for (int i = 0; i < BURST; i++)
-			slot[i] = uslab_magazine_alloc(s->mag);
+			slot[i] = uslab_magazine_alloc(m);
+		break;
+	}
+	case V_MAGBULK:
+		if (uslab_magazine_alloc_bulk(s->mag, BURST, slot) != BURST)
+			abort();
 		break;
 	}
 #elif defined(PEER_DPDK)
@@ -164,9 +173,15 @@ static inline void tx_complete(struct side *s, void **slot)
 			uslab_free_batch_add(&b, slot[i]);
 		uslab_free_batch_flush(&b);
 		break;
-	case V_MAGAZINE:
+	case V_MAGAZINE: {
+		struct uslab_magazine *m = s->mag;
+
 		for (int i = 0; i < BURST; i++)
-			uslab_magazine_free(s->mag, slot[i]);
+			uslab_magazine_free(m, slot[i]);
+		break;
+	}
+	case V_MAGBULK:
+		uslab_magazine_free_bulk(s->mag, BURST, slot);
 		break;
 	}
 #elif defined(PEER_DPDK)
@@ -291,11 +306,12 @@ int main(int argc, char **argv)
 	reps = argc > 4 ? atoi(argv[4]) : 5;
 	mag_capacity = argc > 5 ? (unsigned int)atoi(argv[5]) : 0;
 	mag_refill = argc > 6 ? (unsigned int)atoi(argv[6]) : 0;
-	for (variant = V_SINGLE; variant <= V_MAGAZINE; variant++)
+	for (variant = V_SINGLE; variant <= V_MAGBULK; variant++)
 		if (!strcmp(vname, vnames[variant]))
 			break;
-	if (variant > V_MAGAZINE || (threads != 1 && threads != 2) || reps < 1) {
-		fprintf(stderr, "usage: %s single|bulk|batch|magazine 1|2 [PACKETS [REPS]]\n",
+	if (variant > V_MAGBULK || (threads != 1 && threads != 2) || reps < 1) {
+		fprintf(stderr,
+			"usage: %s single|bulk|batch|magazine|magbulk 1|2 [PACKETS [REPS [CAP REFILL]]]\n",
 			argv[0]);
 		return 2;
 	}

@@ -3,7 +3,7 @@
  * magazine.c - caller-owned recycling caches and on-stack free batches (the
  * NAPI skb cache and the seed's dev_free_waitlist).
  *
- * A magazine is a stack of object pointers, objs[0 .. top), that belongs to
+ * A magazine is a stack of object pointers, objs[0 .. count), that belongs to
  * one context. The inline fast paths (uslab/magazine.h) pop and push it;
  * this file holds its slow paths and the exported versions of everything:
  *
@@ -80,8 +80,6 @@ static struct uslab_magazine *magazine_new(struct uslab_cache *c, unsigned int c
 	m = mem;
 	memset(m, 0, sizeof(*m));
 	m->objs = (void **)((char *)mem + CACHELINE);
-	m->top = m->objs;
-	m->limit = m->objs + capacity;
 	m->cache = c;
 	m->capacity = capacity;
 	m->refill = refill;
@@ -99,22 +97,19 @@ static int push_new(struct uslab_magazine *m, size_t n)
 {
 	if (!n)
 		return 0;
-	if (uslab_cache_alloc_bulk(m->cache, n, m->top) != n)
+	if (uslab_cache_alloc_bulk(m->cache, n, m->objs + m->count) != n)
 		return -ENOMEM;
-	poison_range(m->cache, m->top, n);
-	m->top += n;
+	poison_range(m->cache, m->objs + m->count, n);
+	m->count += (unsigned int)n;
 	m->refills++;
 	return 0;
 }
 
 int uslab_magazine_fill(struct uslab_magazine *m, unsigned int n)
 {
-	unsigned int have;
-
 	if (!m || n > m->capacity)
 		return -EINVAL;
-	have = (unsigned int)(m->top - m->objs);
-	return have >= n ? 0 : push_new(m, n - have);
+	return m->count >= n ? 0 : push_new(m, n - m->count);
 }
 
 struct uslab_magazine *uslab_magazine_prefill(struct uslab_cache *c, unsigned int n)
@@ -144,13 +139,11 @@ struct uslab_magazine *uslab_magazine_prefill(struct uslab_cache *c, unsigned in
 /* Give the bottom @n objects back with one bulk free; slide the rest down. */
 static void flush_bottom(struct uslab_magazine *m, size_t n)
 {
-	size_t have = (size_t)(m->top - m->objs);
-
 	if (!n)
 		return;
 	uslab_cache_free_bulk(m->cache, n, m->objs); /* poisoned: they stay so */
-	memmove(m->objs, m->objs + n, (have - n) * sizeof(void *));
-	m->top -= n;
+	memmove(m->objs, m->objs + n, (m->count - n) * sizeof(void *));
+	m->count -= (unsigned int)n;
 	m->flushes++;
 }
 
@@ -164,14 +157,14 @@ void *uslab_priv_magazine_alloc_slow(struct uslab_magazine *m)
 {
 	void *obj;
 
-	if (m->top == m->objs && push_new(m, m->refill)) {
+	if (!m->count && push_new(m, m->refill)) {
 		/* Not a whole refill to be had: try for one object. */
 		obj = uslab_cache_alloc(m->cache);
 		if (!obj)
 			errno = ENOMEM;
 		return obj;
 	}
-	obj = *--m->top;
+	obj = m->objs[--m->count];
 	unpoison_range(m->cache, &obj, 1);
 	return obj;
 }
@@ -180,10 +173,10 @@ void uslab_priv_magazine_free_slow(struct uslab_magazine *m, void *obj)
 {
 	if (!obj)
 		return;
-	if (m->top == m->limit)
+	if (m->count == m->capacity)
 		flush_bottom(m, half(m));
 	poison_range(m->cache, &obj, 1);
-	*m->top++ = obj;
+	m->objs[m->count++] = obj;
 }
 
 /* ------------------------------------------- the exported fast paths */
@@ -192,9 +185,9 @@ void *uslab_magazine_alloc(struct uslab_magazine *m)
 {
 	void *obj;
 
-	if (unlikely(m->top == m->objs))
+	if (unlikely(!m->count))
 		return uslab_priv_magazine_alloc_slow(m);
-	obj = *--m->top;
+	obj = m->objs[--m->count];
 	unpoison_range(m->cache, &obj, 1);
 	return obj;
 }
@@ -203,30 +196,30 @@ void uslab_magazine_free(struct uslab_magazine *m, void *obj)
 {
 	if (unlikely(!obj))
 		return;
-	if (unlikely(m->top == m->limit)) {
+	if (unlikely(m->count == m->capacity)) {
 		uslab_priv_magazine_free_slow(m, obj);
 		return;
 	}
 	poison_range(m->cache, &obj, 1);
-	*m->top++ = obj;
+	m->objs[m->count++] = obj;
 }
 
 unsigned int uslab_magazine_count(const struct uslab_magazine *m)
 {
-	return (unsigned int)(m->top - m->objs);
+	return m->count;
 }
 
 size_t uslab_magazine_alloc_bulk(struct uslab_magazine *m, size_t n, void **p)
 {
-	size_t have = (size_t)(m->top - m->objs), take = n;
+	size_t have = m->count, take = n;
 
 	if (!n)
 		return 0;
 	if (n > have) {
 		size_t need = n - have, room = m->capacity - have;
 
-		if (need <= room) {
-			/* The shortfall and a refill onto the magazine, one call. */
+		if (need < m->refill && need <= room) {
+			/* A small shortfall and a refill onto the magazine, one call. */
 			size_t more = need + m->refill < room ? need + m->refill : room;
 
 			if (push_new(m, more) && push_new(m, need)) {
@@ -234,7 +227,10 @@ size_t uslab_magazine_alloc_bulk(struct uslab_magazine *m, size_t n, void **p)
 				return 0;
 			}
 		} else {
-			/* More than it could hold: the shortfall straight into @p. */
+			/*
+			 * A refill's worth or more: straight into @p, one call,
+			 * instead of a copy through the magazine.
+			 */
 			if (uslab_cache_alloc_bulk(m->cache, need, p + have) != need) {
 				errno = ENOMEM;
 				return 0;
@@ -243,8 +239,8 @@ size_t uslab_magazine_alloc_bulk(struct uslab_magazine *m, size_t n, void **p)
 			take = have;
 		}
 	}
-	m->top -= take;
-	memcpy(p, m->top, take * sizeof(void *));
+	m->count -= (unsigned int)take;
+	memcpy(p, m->objs + m->count, take * sizeof(void *));
 	unpoison_range(m->cache, p, take);
 	return n;
 }
@@ -258,14 +254,14 @@ static void push_objs(struct uslab_magazine *m, size_t n, void **p)
 		p[i] = NULL;
 		if (o) {
 			poison_range(m->cache, &o, 1);
-			*m->top++ = o;
+			m->objs[m->count++] = o;
 		}
 	}
 }
 
 void uslab_magazine_free_bulk(struct uslab_magazine *m, size_t n, void **p)
 {
-	size_t have = (size_t)(m->top - m->objs), room = m->capacity - have;
+	size_t have = m->count, room = m->capacity - have;
 	size_t flush = have < half(m) ? have : half(m);
 
 	if (!n || !p)
@@ -288,7 +284,7 @@ void uslab_magazine_free_bulk(struct uslab_magazine *m, size_t n, void **p)
 void uslab_magazine_flush(struct uslab_magazine *m)
 {
 	if (m)
-		flush_bottom(m, (size_t)(m->top - m->objs));
+		flush_bottom(m, m->count);
 }
 
 void uslab_magazine_destroy(struct uslab_magazine *m)

@@ -53,11 +53,11 @@ extern "C" {
 
 /**
  * struct uslab_magazine - a caller-owned stack of free objects of one cache.
- * @top:      the next free slot: the magazine holds objs[0 .. top - objs).
- * @objs:     the bottom of the stack (the oldest object).
- * @limit:    objs + capacity.
+ * @objs:     the stack: objs[0] is the oldest object, objs[count - 1] the
+ *            newest (the next one handed out).
+ * @count:    objects the magazine holds.
+ * @capacity: objects it can hold.
  * @cache:    the cache the objects belong to.
- * @capacity: objects the magazine can hold.
  * @refill:   objects one refill asks the cache for.
  * @refills:  bulk allocations the magazine made from its cache.
  * @flushes:  bulk frees the magazine made to its cache (half flushes when
@@ -65,15 +65,19 @@ extern "C" {
  *            magazine).
  *
  * The first cache line holds everything the fast paths and the counters
- * use; the pointer array follows in the same allocation.
+ * use; the pointer array follows in the same allocation. The fill level is
+ * an integer, not a pointer, on purpose: a caller's loop that stores the
+ * objects it takes into an array of pointers (a ring of packets) cannot
+ * alias an unsigned int, so the compiler keeps @count in a register across
+ * the loop instead of reloading it after every store.
  */
 struct uslab_magazine {
-	void **top;
 	void **objs;
-	void **limit;
-	struct uslab_cache *cache;
+	unsigned int count;
 	unsigned int capacity;
+	struct uslab_cache *cache;
 	unsigned int refill;
+	unsigned int pad;
 	unsigned long refills;
 	unsigned long flushes;
 };
@@ -187,9 +191,10 @@ USLAB_API void uslab_magazine_free(struct uslab_magazine *m, void *obj);
  * @p: an array of at least @n entries.
  *
  * All or nothing. What the magazine holds is copied out (inline when it
- * holds all @n); a shortfall that fits in the magazine is allocated onto it
- * with one bulk allocation of the shortfall plus @m->refill (capped by the
- * capacity), a larger one straight into @p with one bulk allocation.
+ * holds all @n). A shortfall smaller than @m->refill is allocated onto the
+ * magazine with one bulk allocation of the shortfall plus @m->refill
+ * (capped by the capacity); a larger one goes straight into @p with one
+ * bulk allocation, and the magazine is left empty.
  *
  * Context: owner of @m.
  * Return: @n - p[0..n) filled;
@@ -297,12 +302,12 @@ USLAB_API void uslab_priv_magazine_free_slow(struct uslab_magazine *m, void *obj
 static inline __attribute__((always_inline)) void *
 uslab_magazine_alloc_inline(struct uslab_magazine *m)
 {
-	void **top = m->top;
+	unsigned int n = m->count;
 
-	if (__builtin_expect(top == m->objs, 0))
+	if (__builtin_expect(!n, 0))
 		return uslab_priv_magazine_alloc_slow(m);
-	m->top = --top;
-	return *top;
+	m->count = --n;
+	return m->objs[n];
 }
 
 /*
@@ -312,30 +317,32 @@ uslab_magazine_alloc_inline(struct uslab_magazine *m)
 static inline __attribute__((always_inline)) void
 uslab_magazine_free_inline(struct uslab_magazine *m, void *obj)
 {
-	void **top = m->top;
+	unsigned int n = m->count;
 
 	if (__builtin_expect(!obj, 0))
 		return;
-	if (__builtin_expect(top == m->limit, 0)) {
+	if (__builtin_expect(n == m->capacity, 0)) {
 		uslab_priv_magazine_free_slow(m, obj);
 		return;
 	}
-	*top = obj;
-	m->top = top + 1;
+	m->objs[n] = obj;
+	m->count = n + 1;
 }
 
 /* Copy n objects off the magazine when it holds them: a compare and a copy. */
 static inline __attribute__((always_inline)) size_t
 uslab_magazine_alloc_bulk_inline(struct uslab_magazine *m, size_t n, void **p)
 {
-	void **top = m->top;
+	unsigned int k = m->count;
+	void **top;
 
-	if (__builtin_expect(n > (size_t)(top - m->objs) || !n, 0))
+	if (__builtin_expect(n > k || !n, 0))
 		return (uslab_magazine_alloc_bulk)(m, n, p);
-	top -= n;
+	k -= (unsigned int)n;
+	top = m->objs + k;
 	for (size_t i = 0; i < n; i++)
 		p[i] = top[i];
-	m->top = top;
+	m->count = k;
 	return n;
 }
 
@@ -343,9 +350,10 @@ uslab_magazine_alloc_bulk_inline(struct uslab_magazine *m, size_t n, void **p)
 static inline __attribute__((always_inline)) void
 uslab_magazine_free_bulk_inline(struct uslab_magazine *m, size_t n, void **p)
 {
-	void **top = m->top;
+	unsigned int k = m->count;
+	void **objs = m->objs;
 
-	if (__builtin_expect(n > (size_t)(m->limit - top), 0)) {
+	if (__builtin_expect(n > (size_t)(m->capacity - k), 0)) {
 		(uslab_magazine_free_bulk)(m, n, p);
 		return;
 	}
@@ -354,15 +362,15 @@ uslab_magazine_free_bulk_inline(struct uslab_magazine *m, size_t n, void **p)
 
 		p[i] = (void *)0;
 		if (o)
-			*top++ = o;
+			objs[k++] = o;
 	}
-	m->top = top;
+	m->count = k;
 }
 
 static inline __attribute__((always_inline)) unsigned int
 uslab_magazine_count_inline(const struct uslab_magazine *m)
 {
-	return (unsigned int)(m->top - m->objs);
+	return m->count;
 }
 
 /* A store, an increment, a compare; one bulk free per USLAB_FREE_BATCH_SIZE. */

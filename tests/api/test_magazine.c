@@ -208,7 +208,10 @@ static void test_bulk(void)
 		      uslab_magazine_count(m) == 0,
 	      "100 from an empty magazine of 64: one bulk alloc, nothing kept (%u)",
 	      uslab_magazine_count(m));
-	CHECK(uslab_magazine_alloc_bulk(m, 60, q) == 60, "60 more");
+	CHECK(uslab_magazine_alloc_bulk(m, 60, q) == 60 && m->refills == r0 + 2 &&
+		      uslab_magazine_count(m) == 0,
+	      "a refill's worth or more goes straight into the array (%u left)",
+	      uslab_magazine_count(m));
 	uslab_magazine_flush(m);
 	uslab_magazine_free_bulk(m, 60, q);
 	CHECK(uslab_magazine_count(m) == 60, "60 fit");
