@@ -71,15 +71,14 @@ static struct uslab_magazine *magazine_new(struct uslab_cache *c, unsigned int c
 		return NULL;
 	}
 	/* The header on its own cache line, the array right after it. */
-	if (posix_memalign(&mem, CACHELINE, CACHELINE + (size_t)capacity * sizeof(void *))) {
+	_Static_assert(sizeof(struct uslab_magazine) == CACHELINE,
+		       "a magazine's header is one line");
+	if (posix_memalign(&mem, CACHELINE, sizeof(*m) + (size_t)capacity * sizeof(void *))) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	_Static_assert(sizeof(struct uslab_magazine) <= CACHELINE,
-		       "a magazine's header is one line");
 	m = mem;
 	memset(m, 0, sizeof(*m));
-	m->objs = (void **)((char *)mem + CACHELINE);
 	m->cache = c;
 	m->capacity = capacity;
 	m->refill = refill;

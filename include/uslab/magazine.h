@@ -53,8 +53,6 @@ extern "C" {
 
 /**
  * struct uslab_magazine - a caller-owned stack of free objects of one cache.
- * @objs:     the stack: objs[0] is the oldest object, objs[count - 1] the
- *            newest (the next one handed out).
  * @count:    objects the magazine holds.
  * @capacity: objects it can hold.
  * @cache:    the cache the objects belong to.
@@ -63,23 +61,27 @@ extern "C" {
  * @flushes:  bulk frees the magazine made to its cache (half flushes when
  *            full, and uslab_magazine_flush() or _destroy() of a non-empty
  *            magazine).
+ * @objs:     the stack: objs[0] is the oldest object, objs[count - 1] the
+ *            newest (the next one handed out); @capacity entries, from the
+ *            second cache line of the allocation on.
  *
  * The first cache line holds everything the fast paths and the counters
- * use; the pointer array follows in the same allocation. The fill level is
- * an integer, not a pointer, on purpose: a caller's loop that stores the
- * objects it takes into an array of pointers (a ring of packets) cannot
- * alias an unsigned int, so the compiler keeps @count in a register across
- * the loop instead of reloading it after every store.
+ * use. The fill level is an integer, not a pointer, and the array is part
+ * of the structure, not pointed to: a caller's loop that stores the objects
+ * it takes into an array of pointers (a ring of packets) cannot alias
+ * either, so the compiler neither reloads a pointer nor waits for one after
+ * every store.
  */
 struct uslab_magazine {
-	void **objs;
 	unsigned int count;
 	unsigned int capacity;
 	struct uslab_cache *cache;
 	unsigned int refill;
-	unsigned int pad;
+	unsigned int reserved0;
 	unsigned long refills;
 	unsigned long flushes;
+	unsigned long reserved[3];
+	__extension__ void *objs[];
 };
 
 /**
