@@ -152,6 +152,23 @@ static size_t half(const struct uslab_magazine *m)
 	return m->capacity > 1 ? m->capacity / 2 : 1;
 }
 
+/* Refill an empty magazine. Return: the new count; 0 if the cache had none. */
+unsigned int uslab_priv_magazine_refill(struct uslab_magazine *m)
+{
+	if (!m->count)
+		push_new(m, m->refill);
+	return m->count;
+}
+
+/* Give a full magazine's older half back. Return: the new count. */
+unsigned int uslab_priv_magazine_make_room(struct uslab_magazine *m)
+{
+	if (m->count == m->capacity)
+		flush_bottom(m, half(m));
+	return m->count;
+}
+
+/* Take one object, refilling an empty magazine (or one object straight). */
 void *uslab_priv_magazine_alloc_slow(struct uslab_magazine *m)
 {
 	void *obj;
@@ -166,16 +183,6 @@ void *uslab_priv_magazine_alloc_slow(struct uslab_magazine *m)
 	obj = m->objs[--m->count];
 	unpoison_range(m->cache, &obj, 1);
 	return obj;
-}
-
-void uslab_priv_magazine_free_slow(struct uslab_magazine *m, void *obj)
-{
-	if (!obj)
-		return;
-	if (m->count == m->capacity)
-		flush_bottom(m, half(m));
-	poison_range(m->cache, &obj, 1);
-	m->objs[m->count++] = obj;
 }
 
 /* ------------------------------------------- the exported fast paths */
@@ -195,10 +202,8 @@ void uslab_magazine_free(struct uslab_magazine *m, void *obj)
 {
 	if (unlikely(!obj))
 		return;
-	if (unlikely(m->count == m->capacity)) {
-		uslab_priv_magazine_free_slow(m, obj);
-		return;
-	}
+	if (unlikely(m->count == m->capacity))
+		flush_bottom(m, half(m));
 	poison_range(m->cache, &obj, 1);
 	m->objs[m->count++] = obj;
 }
