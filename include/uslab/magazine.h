@@ -192,8 +192,8 @@ USLAB_API void uslab_magazine_free(struct uslab_magazine *m, void *obj);
  * @n: objects wanted, any number.
  * @p: an array of at least @n entries.
  *
- * All or nothing. What the magazine holds is copied out (inline when it
- * holds all @n). A shortfall smaller than @m->refill is allocated onto the
+ * All or nothing. What the magazine holds is copied out (inline for up to
+ * 16 objects it holds, by the library's memcpy above). A shortfall smaller than @m->refill is allocated onto the
  * magazine with one bulk allocation of the shortfall plus @m->refill
  * (capped by the capacity); a larger one goes straight into @p with one
  * bulk allocation, and the magazine is left empty.
@@ -212,7 +212,8 @@ USLAB_API size_t uslab_magazine_alloc_bulk(struct uslab_magazine *m, size_t n, v
  * @p: objects of @m's cache; NULL entries are skipped. Every entry is NULL
  *     on return, as with uslab_cache_free_bulk().
  *
- * Pushes what fits (inline when everything does); when the magazine runs
+ * Pushes what fits (inline for up to 16 objects that fit, by memcpy in the
+ * library above, if @p has no hole); when the magazine runs
  * full its older half goes back with one bulk free; objects beyond what a
  * half-empty magazine could take go straight to the cache with one bulk
  * free.
