@@ -71,19 +71,6 @@ static size_t take_main(struct pcs *p, size_t n, void **objs)
 	return k;
 }
 
-/* Whether @objs[0..n) holds a NULL; four entries per step, branch-free. */
-static bool any_null(void *const *objs, size_t n)
-{
-	size_t i = 0;
-	bool z = false;
-
-	for (; i + 4 <= n; i += 4)
-		z |= !objs[i] | !objs[i + 1] | !objs[i + 2] | !objs[i + 3];
-	for (; i < n; i++)
-		z |= !objs[i];
-	return z;
-}
-
 /*
  * Push @objs[0..n) onto main while it has room, skipping NULL entries and
  * clearing the ones consumed: without holes, two memcpy-speed passes.
@@ -97,7 +84,7 @@ static size_t push_main(struct pcs *p, size_t n, void **objs)
 		k = n;
 	if (!k)
 		return 0; /* main may be absent: top is NULL */
-	if (!any_null(objs, k)) {
+	if (!ptrs_any_null(objs, k)) {
 		memcpy(p->hot.top, objs, k * sizeof(void *));
 		memset(objs, 0, k * sizeof(void *));
 		p->hot.top += k;

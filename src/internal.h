@@ -245,6 +245,24 @@ INTERNAL bool pcs_make_room(struct uslab_cache *c, struct pcs *p, bool may_flush
 INTERNAL void sheaf_flush_self(struct uslab_cache *c);
 INTERNAL void pcs_bump(struct pcs *p, enum uslab_stat_item item, uint64_t n);
 
+/* ------------------------------------------------------------- bulk.c */
+
+/*
+ * Whether @objs[0..n) holds a NULL: four entries per step, branch-free, so
+ * a bulk push without holes can be a memcpy (bulk.c, magazine.c).
+ */
+static inline bool ptrs_any_null(void *const *objs, size_t n)
+{
+	size_t i = 0;
+	bool z = false;
+
+	for (; i + 4 <= n; i += 4)
+		z |= !objs[i] | !objs[i + 1] | !objs[i + 2] | !objs[i + 3];
+	for (; i < n; i++)
+		z |= !objs[i];
+	return z;
+}
+
 /* ------------------------------------------------------------- barn.c */
 
 INTERNAL void barn_init(struct barn *b, unsigned int max_full, unsigned int max_empty);

@@ -249,26 +249,13 @@ size_t uslab_magazine_alloc_bulk(struct uslab_magazine *m, size_t n, void **p)
 	return n;
 }
 
-/* Whether p[0..n) holds a NULL; four entries per step, branch-free. */
-static bool any_null(void *const *p, size_t n)
-{
-	size_t i = 0;
-	bool z = false;
-
-	for (; i + 4 <= n; i += 4)
-		z |= !p[i] | !p[i + 1] | !p[i + 2] | !p[i + 3];
-	for (; i < n; i++)
-		z |= !p[i];
-	return z;
-}
-
 /*
  * Push p[0..n) (skipping NULLs, clearing entries); the caller made room.
  * Without holes: a memcpy and a memset.
  */
 static void push_objs(struct uslab_magazine *m, size_t n, void **p)
 {
-	if (!any_null(p, n)) {
+	if (!ptrs_any_null(p, n)) {
 		poison_range(m->cache, p, n);
 		memcpy(m->objs + m->count, p, n * sizeof(void *));
 		memset(p, 0, n * sizeof(void *));

@@ -22,9 +22,10 @@
 
 static unsigned long test_checks;
 
-#define CHECK(cond, ...)                                                                \
+/* CHECK counting into @counter (worker threads keep their own). */
+#define CHECK_COUNTED(counter, cond, ...)                                               \
 	do {                                                                            \
-		test_checks++;                                                          \
+		(counter)++;                                                            \
 		if (!(cond)) {                                                          \
 			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
 			fprintf(stderr, __VA_ARGS__);                                   \
@@ -32,6 +33,8 @@ static unsigned long test_checks;
 			exit(1);                                                        \
 		}                                                                       \
 	} while (0)
+
+#define CHECK(cond, ...) CHECK_COUNTED(test_checks, cond, __VA_ARGS__)
 
 #define RUN(fn)                                                                \
 	do {                                                                   \
@@ -123,5 +126,24 @@ static inline int expect_death(void (*fn)(void *), void *arg, const char *needle
 #else
 #define TEST_SANITIZED 0
 #endif
+
+/*
+ * check_oom_child - run @fn (which sets RLIMIT_AS and exits 0 when every
+ * out-of-memory contract held) in a child, and CHECK its exit status.
+ * Skipped under sanitizers, which reserve the address space.
+ */
+static inline void check_oom_child(void (*fn)(void *), const char *what)
+{
+	char err[4096];
+	int status;
+
+	if (TEST_SANITIZED) {
+		printf("   (RLIMIT_AS check skipped: sanitizers reserve the address space)\n");
+		return;
+	}
+	status = run_child(fn, NULL, err, sizeof(err));
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: status %#x (exit %d) %s", what,
+	      status, WEXITSTATUS(status), err);
+}
 
 #endif /* USLAB_TEST_H */

@@ -405,16 +405,7 @@ static void oom_child(void *arg)
 
 static void test_out_of_memory(void)
 {
-	char err[4096];
-	int status;
-
-	if (TEST_SANITIZED) {
-		printf("   (RLIMIT_AS check skipped: sanitizers reserve the address space)\n");
-		return;
-	}
-	status = run_child(oom_child, NULL, err, sizeof(err));
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-	      "out-of-memory child: status %#x (exit %d) %s", status, WEXITSTATUS(status), err);
+	check_oom_child(oom_child, "out-of-memory child");
 }
 
 int main(void)

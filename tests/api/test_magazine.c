@@ -316,17 +316,7 @@ static void oom_child(void *arg)
 
 static void test_out_of_memory(void)
 {
-	char err[4096];
-	int status;
-
-	if (TEST_SANITIZED) {
-		printf("   (RLIMIT_AS check skipped: sanitizers reserve the address space)\n");
-		return;
-	}
-	status = run_child(oom_child, NULL, err, sizeof(err));
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-	      "prefill/fill out of memory: ENOMEM, nothing kept: exit %d %s", WEXITSTATUS(status),
-	      err);
+	check_oom_child(oom_child, "prefill/fill out of memory: ENOMEM, nothing kept");
 }
 
 static void test_free_batch(void)
@@ -381,16 +371,7 @@ static struct uslab_cache *xc;
 /* CHECK for the worker threads: counted per thread, added up after the join. */
 static _Atomic unsigned long thread_checks;
 static __thread unsigned long my_checks;
-#define TCHECK(cond, ...)                                                               \
-	do {                                                                            \
-		my_checks++;                                                            \
-		if (!(cond)) {                                                          \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                                   \
-			fputc('\n', stderr);                                            \
-			exit(1);                                                        \
-		}                                                                       \
-	} while (0)
+#define TCHECK(cond, ...) CHECK_COUNTED(my_checks, cond, __VA_ARGS__)
 static struct {
 	_Alignas(64) _Atomic size_t head;
 	_Alignas(64) _Atomic size_t tail;
