@@ -20,6 +20,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <sys/mman.h>
@@ -47,6 +48,26 @@ static _Atomic(struct obj *) slots[SLOTS];
 static atomic_bool stop;
 static atomic_ulong early, reads;
 
+/*
+ * Readers that have completed a read: the writer starts only when all
+ * have, so on a loaded machine the test cannot finish before any reader
+ * was scheduled (which would make "readers ran" fail, and the test vacuous).
+ */
+static atomic_uint readers_live;
+
+static void reader_live_once(unsigned long done)
+{
+	if (done == 1)
+		atomic_fetch_add(&readers_live, 1);
+}
+
+static void wait_readers(unsigned int n)
+{
+	while (atomic_load(&readers_live) < n)
+		sched_yield();
+	atomic_store(&readers_live, 0);
+}
+
 static bool obj_ok(const struct obj *o, uint64_t id)
 {
 	return __atomic_load_n(&o->magic, __ATOMIC_RELAXED) == LIVE &&
@@ -71,7 +92,7 @@ static void *reader(void *arg)
 			if (!obj_ok(o, id))
 				bad++;
 		urcu_memb_read_unlock();
-		n++;
+		reader_live_once(++n);
 	}
 	urcu_memb_unregister_thread();
 	atomic_fetch_add(&early, bad);
@@ -104,6 +125,7 @@ static void readers(void)
 	atomic_store(&stop, false);
 	for (uintptr_t i = 0; i < READERS; i++)
 		CHECK(!pthread_create(&r[i], NULL, reader, (void *)i), "reader");
+	wait_readers(READERS);
 	for (unsigned long i = 0; i < nfrees; i++) {
 		unsigned int s = (unsigned int)(rnd_next(&seed) % SLOTS);
 		struct obj *old = atomic_exchange(&slots[s], new_obj(SLOTS + i));
@@ -311,7 +333,7 @@ static void *treader(void *arg)
 		/* Identity: still the object of slot i, still the same key. */
 		if (atomic_load_explicit(&tslots[i], memory_order_acquire) == o &&
 		    atomic_load_explicit(&o->key, memory_order_acquire) == k && k) {
-			acc++;
+			reader_live_once(++acc);
 			if (k >> 32 != i)
 				bad++;
 		} else {
@@ -357,6 +379,7 @@ static void typesafe(void)
 	atomic_store(&stop, false);
 	for (uintptr_t i = 0; i < READERS; i++)
 		CHECK(!pthread_create(&r[i], NULL, treader, (void *)i), "reader");
+	wait_readers(READERS);
 	for (unsigned long n = 0; n < rounds; n++) {
 		unsigned int i = (unsigned int)(rnd_next(&seed) % SLOTS);
 		struct tobj *old = atomic_exchange(&tslots[i], tnew(i, gen++));
