@@ -29,12 +29,15 @@
 
 #include "internal.h"
 
-/* Poison objs[0..n) of @c (resting in a magazine), or unpoison them. */
+/*
+ * Poison objs[0..n) of @c (resting in a magazine), or unpoison them. As
+ * everywhere, objects of TYPESAFE_BY_RCU caches stay readable.
+ */
 static void poison_range(const struct uslab_cache *c, void **objs, size_t n)
 {
 #ifdef USLAB_ASAN
 	for (size_t i = 0; i < n; i++)
-		asan_poison(objs[i], c->size);
+		obj_poison(c, objs[i]);
 #else
 	(void)c, (void)objs, (void)n;
 #endif
@@ -335,7 +338,7 @@ void uslab_free_batch_add(struct uslab_free_batch *b, void *obj)
 		const struct uslab_cache *c = b->cache ? b->cache : uslab_cache_of(obj);
 
 		if (c && uslab_owns(obj))
-			asan_poison(obj, c->size);
+			obj_poison(c, obj);
 	}
 #endif
 	b->objs[b->n++] = obj;
