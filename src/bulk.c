@@ -32,31 +32,6 @@ static void count(unsigned long *calls, unsigned long *objs, size_t n)
 	WRITE_ONCE(*objs, *objs + n);
 }
 
-static void unpoison_all(struct uslab_cache *c, size_t n, void **objs)
-{
-#ifdef USLAB_ASAN
-	for (size_t i = 0; i < n; i++)
-		asan_unpoison(objs[i], c->object_size);
-#else
-	(void)c, (void)n, (void)objs;
-#endif
-}
-
-/* Freed objects rest poisoned (a foreign pointer is left alone: it is a BUG). */
-static void poison_all(struct uslab_cache *c, size_t n, void **objs)
-{
-#ifdef USLAB_ASAN
-	for (size_t i = 0; i < n; i++) {
-		struct uslab_cache *oc = c ? c : uslab_cache_of(objs[i]);
-
-		if (objs[i] && oc)
-			obj_poison(oc, objs[i]);
-	}
-#else
-	(void)c, (void)n, (void)objs;
-#endif
-}
-
 /* Take up to @n objects off main into @objs. Return: how many. */
 static size_t take_main(struct pcs *p, size_t n, void **objs)
 {
@@ -147,13 +122,13 @@ size_t uslab_priv_alloc_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 	}
 	count(&p->hot.alloc_bulk, &p->hot.alloc_bulk_objs, n);
 	thread_unlock_self();
-	unpoison_all(c, n, objs);
+	objs_unpoison(c, objs, n);
 	return n;
 
 direct:
 	if (!alloc_from_slabs(c, n, objs))
 		return 0;
-	unpoison_all(c, n, objs);
+	objs_unpoison(c, objs, n);
 	return n;
 }
 
@@ -164,7 +139,7 @@ void uslab_priv_free_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 
 	if (!n || !objs)
 		return;
-	poison_all(c, n, objs);
+	objs_poison(objs, n);
 	if (!c || !c->sheaf_capacity || !(p = pcs_self(c))) {
 		cache_free_objects(c, objs, n, uslab_opt.lookahead);
 		return;
@@ -191,7 +166,7 @@ size_t uslab_cache_alloc_bulk(struct uslab_cache *c, size_t n, void **objs)
 	if (n <= (size_t)(p->hot.top - p->hot.bottom)) {
 		take_main(p, n, objs);
 		count(&p->hot.alloc_bulk, &p->hot.alloc_bulk_objs, n);
-		unpoison_all(c, n, objs);
+		objs_unpoison(c, objs, n);
 		return n;
 	}
 	return uslab_priv_alloc_bulk_slow(c, n, objs);
@@ -204,7 +179,7 @@ void uslab_cache_free_bulk(struct uslab_cache *c, size_t n, void **objs)
 	if (c && objs) {
 		p = (struct pcs *)((char *)tls_pcs() + c->hot.pcs_off);
 		if (n <= (size_t)(p->hot.limit - p->hot.top)) {
-			poison_all(c, n, objs);
+			objs_poison(objs, n);
 			push_main(p, n, objs);
 			count(&p->hot.free_bulk, &p->hot.free_bulk_objs, n);
 			return;

@@ -363,6 +363,36 @@ void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
 			asan_poison((obj), (c)->size);     \
 	} while (0)
 
+/*
+ * objs_poison - poison @objs[0..n), each for its own cache (a free array
+ * may mix caches); NULL entries and foreign pointers are left alone (the
+ * free path reports the latter). objs_unpoison - unpoison @objs[0..n) of
+ * @c as they are handed out. Nothing without ASan.
+ */
+static inline void objs_poison(void *const *objs, size_t n)
+{
+#ifdef USLAB_ASAN
+	for (size_t i = 0; i < n; i++) {
+		struct uslab_cache *oc = objs[i] ? uslab_cache_of(objs[i]) : NULL;
+
+		if (oc)
+			obj_poison(oc, objs[i]);
+	}
+#else
+	(void)objs, (void)n;
+#endif
+}
+
+static inline void objs_unpoison(const struct uslab_cache *c, void *const *objs, size_t n)
+{
+#ifdef USLAB_ASAN
+	for (size_t i = 0; i < n; i++)
+		asan_unpoison(objs[i], c->object_size);
+#else
+	(void)c, (void)objs, (void)n;
+#endif
+}
+
 /* ------------------------------------------------------------ stats.c */
 
 #ifndef USLAB_STATS

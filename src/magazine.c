@@ -29,34 +29,10 @@
 
 #include "internal.h"
 
-/*
- * Poison objs[0..n) of @c (resting in a magazine), or unpoison them. As
- * everywhere, objects of TYPESAFE_BY_RCU caches stay readable.
- */
-static void poison_range(const struct uslab_cache *c, void **objs, size_t n)
-{
-#ifdef USLAB_ASAN
-	for (size_t i = 0; i < n; i++)
-		obj_poison(c, objs[i]);
-#else
-	(void)c, (void)objs, (void)n;
-#endif
-}
-
-static void unpoison_range(const struct uslab_cache *c, void **objs, size_t n)
-{
-#ifdef USLAB_ASAN
-	for (size_t i = 0; i < n; i++)
-		asan_unpoison(objs[i], c->object_size);
-#else
-	(void)c, (void)objs, (void)n;
-#endif
-}
-
 /* ------------------------------------------------------------ create */
 
-static struct uslab_magazine *magazine_new(struct uslab_cache *c, unsigned int capacity,
-					   unsigned int refill)
+struct uslab_magazine *uslab_magazine_create(struct uslab_cache *c, unsigned int capacity,
+					     unsigned int refill)
 {
 	struct uslab_magazine *m;
 	void *mem;
@@ -88,12 +64,6 @@ static struct uslab_magazine *magazine_new(struct uslab_cache *c, unsigned int c
 	return m;
 }
 
-struct uslab_magazine *uslab_magazine_create(struct uslab_cache *c, unsigned int capacity,
-					     unsigned int refill)
-{
-	return magazine_new(c, capacity, refill);
-}
-
 /* Allocate @n objects onto the top of @m with one bulk call; 0 or -ENOMEM. */
 static int push_new(struct uslab_magazine *m, size_t n)
 {
@@ -101,7 +71,7 @@ static int push_new(struct uslab_magazine *m, size_t n)
 		return 0;
 	if (uslab_cache_alloc_bulk(m->cache, n, m->objs + m->count) != n)
 		return -ENOMEM;
-	poison_range(m->cache, m->objs + m->count, n);
+	objs_poison(m->objs + m->count, n);
 	m->count += (unsigned int)n;
 	m->refills++;
 	return 0;
@@ -125,7 +95,7 @@ struct uslab_magazine *uslab_magazine_prefill(struct uslab_cache *c, unsigned in
 	}
 	if (2 * n > capacity)
 		capacity = 2 * n;
-	m = magazine_new(c, capacity, 0);
+	m = uslab_magazine_create(c, capacity, 0);
 	if (!m)
 		return NULL;
 	if (uslab_magazine_fill(m, n)) {
@@ -184,7 +154,7 @@ void *uslab_priv_magazine_alloc_slow(struct uslab_magazine *m)
 		return obj;
 	}
 	obj = m->objs[--m->count];
-	unpoison_range(m->cache, &obj, 1);
+	objs_unpoison(m->cache, &obj, 1);
 	return obj;
 }
 
@@ -197,7 +167,7 @@ void *uslab_magazine_alloc(struct uslab_magazine *m)
 	if (unlikely(!m->count))
 		return uslab_priv_magazine_alloc_slow(m);
 	obj = m->objs[--m->count];
-	unpoison_range(m->cache, &obj, 1);
+	objs_unpoison(m->cache, &obj, 1);
 	return obj;
 }
 
@@ -207,7 +177,7 @@ void uslab_magazine_free(struct uslab_magazine *m, void *obj)
 		return;
 	if (unlikely(m->count == m->capacity))
 		flush_bottom(m, half(m));
-	poison_range(m->cache, &obj, 1);
+	objs_poison(&obj, 1);
 	m->objs[m->count++] = obj;
 }
 
@@ -248,7 +218,7 @@ size_t uslab_magazine_alloc_bulk(struct uslab_magazine *m, size_t n, void **p)
 	}
 	m->count -= (unsigned int)take;
 	memcpy(p, m->objs + m->count, take * sizeof(void *));
-	unpoison_range(m->cache, p, take);
+	objs_unpoison(m->cache, p, take);
 	return n;
 }
 
@@ -259,7 +229,7 @@ size_t uslab_magazine_alloc_bulk(struct uslab_magazine *m, size_t n, void **p)
 static void push_objs(struct uslab_magazine *m, size_t n, void **p)
 {
 	if (!ptrs_any_null(p, n)) {
-		poison_range(m->cache, p, n);
+		objs_poison(p, n);
 		memcpy(m->objs + m->count, p, n * sizeof(void *));
 		memset(p, 0, n * sizeof(void *));
 		m->count += (unsigned int)n;
@@ -270,7 +240,7 @@ static void push_objs(struct uslab_magazine *m, size_t n, void **p)
 
 		p[i] = NULL;
 		if (o) {
-			poison_range(m->cache, &o, 1);
+			objs_poison(&o, 1);
 			m->objs[m->count++] = o;
 		}
 	}
@@ -332,15 +302,7 @@ void uslab_free_batch_add(struct uslab_free_batch *b, void *obj)
 {
 	if (unlikely(!obj))
 		return;
-#ifdef USLAB_ASAN
-	{
-		/* Given up: poisoned now (a foreign pointer is left for the BUG). */
-		const struct uslab_cache *c = b->cache ? b->cache : uslab_cache_of(obj);
-
-		if (c && uslab_owns(obj))
-			obj_poison(c, obj);
-	}
-#endif
+	objs_poison(&obj, 1); /* given up: poisoned now */
 	b->objs[b->n++] = obj;
 	if (unlikely(b->n == USLAB_FREE_BATCH_SIZE))
 		uslab_free_batch_flush(b);
