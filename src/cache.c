@@ -279,22 +279,35 @@ static inline bool slab_is_empty(const struct slab *s)
  */
 static void release_slabs(struct slab *s)
 {
-	struct slab *deferred = NULL;
+	struct slab *deferred = NULL, *now = NULL;
+
+	while (s) {
+		struct slab *next = s->next;
+		struct slab **to = s->cache->flags & USLAB_TYPESAFE_BY_RCU ? &deferred : &now;
+
+		s->next = *to; /* (a kfree_bulk list may mix caches) */
+		*to = s;
+		s = next;
+	}
+	cache_release_slabs_now(now);
+	if (deferred)
+		rcu_defer_slabs(deferred);
+}
+
+/* Give a list of slabs to os.c now (rcu.c: after their grace period). Return: how many. */
+unsigned long cache_release_slabs_now(struct slab *s)
+{
+	unsigned long k = 0;
 
 	while (s) {
 		struct slab *next = s->next;
 
-		if (s->cache->flags & USLAB_TYPESAFE_BY_RCU) {
-			s->next = deferred;
-			deferred = s;
-		} else {
-			__atomic_store_n(&s->cache, NULL, __ATOMIC_RELEASE);
-			os_slab_free(s);
-		}
+		__atomic_store_n(&s->cache, NULL, __ATOMIC_RELEASE);
+		os_slab_free(s);
 		s = next;
+		k++;
 	}
-	if (deferred)
-		rcu_defer_slabs(deferred);
+	return k;
 }
 
 /* Remove an empty slab from the node for release. Under node->lock. */

@@ -124,6 +124,7 @@ INTERNAL unsigned int slab_carve(struct uslab_cache *c, struct slab *s, void **d
 INTERNAL void *slab_walk(struct uslab_cache *c, struct slab *s, void *head, unsigned int cnt,
 			 void **dst);
 INTERNAL struct slab *slab_of_object(struct uslab_cache *c, const void *obj);
+INTERNAL void *slab_object_at(const struct slab *s, const void *p);
 INTERNAL size_t build_detached_freelist(struct uslab_cache *c, size_t n, void **p, size_t start,
 					unsigned int lookahead, struct detached_freelist *df);
 
@@ -191,6 +192,7 @@ INTERNAL void cache_fork_prepare(void);
 INTERNAL void cache_fork_parent(void);
 INTERNAL void cache_fork_child(void);
 INTERNAL void cache_shrink_node(struct uslab_cache *c);
+INTERNAL unsigned long cache_release_slabs_now(struct slab *s);
 
 /* ------------------------------------------------------------ sheaf.c */
 

@@ -280,17 +280,8 @@ static void block_publish(struct rcu_block *b)
 static void *head_object(const void *h)
 {
 	struct slab *s = os_slab_lookup(h);
-	struct uslab_cache *c;
-	uint64_t off, idx;
 
-	if (!s)
-		return NULL;
-	c = s->cache;
-	off = (uintptr_t)h - (uintptr_t)s->base;
-	idx = (uint64_t)(((unsigned __int128)off * c->recip) >> 64);
-	if (idx * c->size > off)
-		idx--;
-	return s->base + idx * c->size;
+	return s ? slab_object_at(s, h) : NULL;
 }
 
 /* Free the objects of an emergency list (linked through their rcu_heads). */
@@ -312,21 +303,6 @@ static void drain_heads(struct rcu_head *h)
 	}
 	uslab_cache_free_bulk(NULL, n, objs);
 	bump(freed, n);
-}
-
-static void release_slabs_now(struct slab *s)
-{
-	unsigned long k = 0;
-
-	while (s) {
-		struct slab *next = s->next;
-
-		__atomic_store_n(&s->cache, NULL, __ATOMIC_RELEASE);
-		os_slab_free(s);
-		s = next;
-		k++;
-	}
-	bump(slabs_released, k);
 }
 
 /* After the grace period: free every object of a batch, recycle its blocks. */
@@ -425,7 +401,7 @@ static void monitor_round(bool scan, bool all)
 	flavor()->update_synchronize_rcu();
 	drain_batch(batch, nb);
 	drain_heads(heads);
-	release_slabs_now(slabs);
+	bump(slabs_released, cache_release_slabs_now(slabs));
 }
 
 static uint64_t now_ms(void)

@@ -96,16 +96,34 @@ void *slab_walk(struct uslab_cache *c, struct slab *s, void *head, unsigned int 
 	return obj;
 }
 
+/* @off / @c->size by a multiplication; may be one too large (recip rounds up). */
+static inline uint64_t off_index(const struct uslab_cache *c, uint64_t off)
+{
+	return (uint64_t)(((unsigned __int128)off * c->recip) >> 64);
+}
+
 /* Index of @obj in its slab, or UINT32_MAX when it is not on a boundary. */
 static inline unsigned int obj_index(const struct uslab_cache *c, const struct slab *s,
 				     const void *obj)
 {
 	uint64_t off = (uintptr_t)obj - (uintptr_t)s->base;
-	uint64_t idx = (uint64_t)(((unsigned __int128)off * c->recip) >> 64);
+	uint64_t idx = off_index(c, off);
 
 	if (unlikely(idx * c->size != off || idx >= s->objects))
 		return UINT32_MAX;
 	return (unsigned int)idx;
+}
+
+/* The start of the object slot of live slab @s that contains address @p. */
+void *slab_object_at(const struct slab *s, const void *p)
+{
+	const struct uslab_cache *c = s->cache;
+	uint64_t off = (uintptr_t)p - (uintptr_t)s->base;
+	uint64_t idx = off_index(c, off);
+
+	if (idx * c->size > off)
+		idx--;
+	return s->base + idx * c->size;
 }
 
 /*
