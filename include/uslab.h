@@ -257,7 +257,9 @@ USLAB_API const char *uslab_stat_name(unsigned int item);
  * Full sheaves go to their cache's barn while it has room, everything
  * else goes back to the slabs; the thread's sheaves are freed. A thread
  * that is about to sleep for long may call it; thread exit does it
- * automatically.
+ * automatically. After a thread's exit handler has run (in a later
+ * pthread_key or C++ thread_local destructor), the thread's allocations
+ * and frees go straight to the slabs: nothing is cached for a dead thread.
  *
  * Context: any thread (acts on the calling thread only).
  */

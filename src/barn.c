@@ -22,7 +22,7 @@
 
 void barn_init(struct barn *b, unsigned int max_full, unsigned int max_empty)
 {
-	ulock_init(&b->lock);
+	ulock_setup(&b->lock, LOCK_BARN);
 	b->full = b->empty = NULL;
 	b->nr_full = b->nr_empty = 0;
 	b->max_full = max_full;

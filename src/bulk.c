@@ -142,6 +142,7 @@ void uslab_priv_free_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 	objs_poison(objs, n);
 	if (!c || !c->sheaf_capacity || !(p = pcs_self(c))) {
 		cache_free_objects(c, objs, n, uslab_opt.lookahead);
+		gp_kick();
 		return;
 	}
 
@@ -156,6 +157,7 @@ void uslab_priv_free_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 		cache_free_objects(c, objs + i, n - i, uslab_opt.lookahead);
 	count(&p->hot.free_bulk, &p->hot.free_bulk_objs, n);
 	thread_unlock_self();
+	gp_kick();
 }
 
 /* The exported functions: the same as the inline paths, then these. */

@@ -51,7 +51,7 @@
 #define FREE_GROUPS 32
 #define REFILL_LISTS 16
 
-struct ulock caches_lock = ULOCK_INIT;
+struct ulock caches_lock = ULOCK_INIT_RANK(LOCK_CACHES);
 static struct uslab_cache *caches; /* list of all caches */
 static uint64_t id_map[(USLAB_MAX_CACHES + 1 + 63) / 64];
 static struct uslab_cache cache_cache; /* holds struct uslab_cache */
@@ -178,7 +178,7 @@ static int cache_setup(struct uslab_cache *c, const char *name, size_t size, siz
 	c->id = -1;
 	c->hot.pcs_off = 0;
 	barn_init(&c->barn, uslab_opt.barn_max_full, uslab_opt.barn_max_empty);
-	ulock_init(&c->node.lock);
+	ulock_setup(&c->node.lock, LOCK_NODE);
 	c->node.partial.next = c->node.partial.prev = &c->node.partial;
 	return 0;
 }
@@ -287,11 +287,13 @@ static void release_slabs(struct slab *s)
 
 		s->next = *to; /* (a kfree_bulk list may mix caches) */
 		*to = s;
+		if (to == &deferred)
+			__atomic_add_fetch(&s->cache->nr_deferred, 1, __ATOMIC_RELAXED);
 		s = next;
 	}
 	cache_release_slabs_now(now);
 	if (deferred)
-		rcu_defer_slabs(deferred);
+		gp_defer_slabs(deferred); /* lock-free: any lock may be held */
 }
 
 /* Give a list of slabs to os.c now (rcu.c: after their grace period). Return: how many. */
@@ -302,6 +304,8 @@ unsigned long cache_release_slabs_now(struct slab *s)
 	while (s) {
 		struct slab *next = s->next;
 
+		if (s->cache->flags & USLAB_TYPESAFE_BY_RCU)
+			__atomic_sub_fetch(&s->cache->nr_deferred, 1, __ATOMIC_RELEASE);
 		__atomic_store_n(&s->cache, NULL, __ATOMIC_RELEASE);
 		os_slab_free(s);
 		s = next;
@@ -594,6 +598,8 @@ struct uslab_cache *uslab_cache_create(const char *name, size_t size,
 	}
 	cache_list_add(c);
 	ulock_unlock(&caches_lock);
+	if (flags & USLAB_TYPESAFE_BY_RCU)
+		gp_start(); /* its slabs will need it; on failure gp_kick() retries */
 	return c;
 }
 
@@ -628,8 +634,16 @@ int uslab_cache_destroy(struct uslab_cache *c)
 		id_free(c->id);
 	cache_list_del(c);
 	ulock_unlock(&caches_lock);
-	if (c->flags & USLAB_TYPESAFE_BY_RCU)
+	if (c->flags & USLAB_TYPESAFE_BY_RCU) {
 		uslab_rcu_barrier(); /* its slabs still name it until released */
+		if (__atomic_load_n(&c->nr_deferred, __ATOMIC_ACQUIRE)) {
+			/* Inside a read-side section: the barrier could not wait. */
+			uslab_warn("cache %s: %lu slabs still wait for a grace period; its "
+				   "descriptor is kept",
+				   c->name, c->nr_deferred);
+			return 0;
+		}
+	}
 	cache_free_direct(&cache_cache, c);
 	os_purge();
 	return 0;
@@ -645,6 +659,7 @@ int uslab_cache_shrink(struct uslab_cache *c)
 	}
 	cache_shrink_node(c);
 	os_purge();
+	gp_kick();
 	return 0;
 }
 

@@ -23,9 +23,10 @@ static int init_error;
 
 static void fork_prepare(void)
 {
-	rcu_fork_prepare();
+	gp_fork_prepare();
 	ulock_lock(&caches_lock);
-	rcu_fork_prepare_late();
+	gp_fork_prepare_late();
+	rcu_fork_prepare();
 	thread_fork_prepare();
 	cache_fork_prepare();
 	os_fork_prepare();
@@ -37,8 +38,9 @@ static void fork_parent(void)
 	cache_fork_parent();
 	thread_fork_parent();
 	rcu_fork_parent();
+	gp_fork_parent();
 	ulock_unlock(&caches_lock);
-	rcu_fork_parent_early();
+	gp_fork_parent_early();
 }
 
 static void fork_child(void)
@@ -46,7 +48,9 @@ static void fork_child(void)
 	os_fork_child();
 	cache_fork_child();
 	ulock_init(&caches_lock);
+	lockdep_fork_child();
 	thread_fork_child();
+	gp_fork_child();
 	rcu_fork_child();
 }
 
@@ -60,6 +64,8 @@ static void do_init(void)
 		err = sheaf_bootstrap();
 	if (!err)
 		err = thread_init();
+	if (!err)
+		rcu_init();
 	if (!err)
 		err = pthread_atfork(fork_prepare, fork_parent, fork_child);
 	init_error = err;

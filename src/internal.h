@@ -13,20 +13,8 @@
  *   rcu.c     freeing after a grace period, TYPESAFE_BY_RCU slab release
  *   init.c    library start-up, fork
  *
- * doc/design.md has the picture; the lock order is repeated here because
- * every file that takes a lock must respect it:
- *
- *   0. rcu gp_lock      (rcu.c)    the monitor, across a grace period + drain
- *   1. caches_lock      (cache.c)  list of caches, cache ids
- *   1a. rcu_lock        (rcu.c)    deferred-free threads, monitor, barrier
- *   1b. rcu pool_lock   (rcu.c)    spare blocks (hq_lock: a leaf)
- *   2. threads_lock     (thread.c) list of thread states
- *   3. tstate->lock     (thread.c) one thread's sheaves, as a whole
- *   4. barn->lock       (barn.c)   a cache's barn
- *   5. node->lock       (cache.c)  a cache's slab lists and slab freelists
- *   6. os_lock          (os.c)     arenas and free slab slots
- *
- * 4 and 5 are never held together.
+ * doc/design.md has the picture. The lock order is in src/lock.h (one
+ * copy; USLAB_CHECKS builds check it at every acquisition).
  */
 #ifndef USLAB_INTERNAL_H
 #define USLAB_INTERNAL_H
@@ -169,9 +157,10 @@ struct uslab_cache {
 	unsigned int objects;	     /* per slab */
 	unsigned int sheaf_capacity; /* 0: no sheaves */
 	unsigned int min_partial;
-	int id;		  /* index of pcs; -1 without sheaves */
-	uint64_t recip;	  /* 2^64 / size, rounded up */
-	uintptr_t secret; /* free pointer encoding key */
+	unsigned long nr_deferred; /* TYPESAFE_BY_RCU slabs waiting for gp.c */
+	int id;			   /* index of pcs; -1 without sheaves */
+	uint64_t recip;		   /* 2^64 / size, rounded up */
+	uintptr_t secret;	   /* free pointer encoding key */
 	void (*ctor)(void *obj);
 
 	struct uslab_cache *next, *prev; /* list of all caches */
@@ -295,13 +284,52 @@ INTERNAL void thread_fork_prepare(void);
 INTERNAL void thread_fork_parent(void);
 INTERNAL void thread_fork_child(void);
 
+/* -------------------------------------------------------------- gp.c */
+
+struct rcu_flavor_struct;
+
+/*
+ * struct gp_client - what the kfree_rcu front end (rcu.c) does in each
+ * round of the monitor; all called by the monitor (or by gp_barrier()'s
+ * caller without one) under round_lock, with no other lock held.
+ * @gather:        take what is queued (@scan: partly filled blocks too;
+ *                 @all: however recent). Return: a batch, NULL if none.
+ * @drain:         free a batch after its grace period.
+ * @idle:          work between rounds (the spare pool).
+ * @after_barrier: after a barrier round (flush what the round freed).
+ */
+struct gp_client {
+	void *(*gather)(bool scan, bool all);
+	void (*drain)(void *batch);
+	void (*idle)(void);
+	void (*after_barrier)(void);
+};
+
+INTERNAL const struct rcu_flavor_struct *gp_flavor(void);
+INTERNAL int gp_set_flavor(const struct rcu_flavor_struct *f);
+INTERNAL void gp_set_client(const struct gp_client *client);
+INTERNAL bool gp_read_ongoing(void);
+INTERNAL void gp_synchronize(void);
+INTERNAL void gp_wake(void);
+INTERNAL int gp_start(void);
+INTERNAL void gp_kick(void);
+INTERNAL void gp_need_start(void);
+INTERNAL bool gp_used(void);
+INTERNAL void gp_defer_slabs(struct slab *list);
+INTERNAL void gp_barrier(void);
+INTERNAL void gp_wait_until(bool (*cond)(void));
+INTERNAL void gp_stats(uint64_t *deferred, uint64_t *released);
+INTERNAL void gp_fork_prepare(void);
+INTERNAL void gp_fork_prepare_late(void);
+INTERNAL void gp_fork_parent(void);
+INTERNAL void gp_fork_parent_early(void);
+INTERNAL void gp_fork_child(void);
+
 /* ------------------------------------------------------------- rcu.c */
 
-INTERNAL void rcu_defer_slabs(struct slab *list);
+INTERNAL void rcu_init(void);
 INTERNAL void rcu_fork_prepare(void);
-INTERNAL void rcu_fork_prepare_late(void);
 INTERNAL void rcu_fork_parent(void);
-INTERNAL void rcu_fork_parent_early(void);
 INTERNAL void rcu_fork_child(void);
 INTERNAL extern int rcu_fault_inject;
 

@@ -12,24 +12,66 @@
  * (Drepper, "Futexes Are Tricky", mutex 3). Acquire/release atomics make
  * the lock visible to ThreadSanitizer as a synchronisation object.
  *
- * Fork: init.c takes every lock before fork() in the documented lock order
- * and re-initialises them in the child (ulock_init), see doc/design.md.
+ * Fork: init.c takes every lock before fork() in the lock order and
+ * re-initialises them in the child (ulock_init), see doc/design.md.
+ *
+ * The lock order. Every lock has a rank, its place in the order below (the
+ * one copy of it: doc/design.md and the files that own the locks point
+ * here). A thread holding a lock takes only locks of a higher rank, or of
+ * the same rank where the owner says so (fork takes every barn, node and
+ * thread state; nothing else nests two locks of one rank).
+ *
+ *  1 LOCK_GP_ROUND  gp.c      the monitor, across a grace period + release;
+ *                             fork takes it first
+ *  2 LOCK_CACHES    cache.c   list of caches, cache ids
+ *  3 LOCK_GP        gp.c      monitor start, barrier generations, waiters
+ *  4 LOCK_RCU_LIST  rcu.c     threads with blocks of deferred frees
+ *  5 LOCK_RCU_HQ    rcu.c     emergency list, orphan block
+ *  6 LOCK_RCU_POOL  rcu.c     spare blocks
+ *  7 LOCK_THREADS   thread.c  list of thread states
+ *  8 LOCK_TSTATE    thread.c  one thread's sheaves, as a whole
+ *  9 LOCK_BARN      barn.c    a cache's barn
+ * 10 LOCK_NODE      cache.c   a cache's slab lists and slab freelists
+ * 11 LOCK_OS        os.c      arenas and free slab slots
+ *
+ * LOCK_BARN and LOCK_NODE are never held together (a sheaf leaves the barn
+ * before it is flushed). In builds with USLAB_CHECKS (Debug and the
+ * sanitizer builds) every acquisition checks the order: a lock taken while
+ * one of a higher rank is held is a BUG, reported before it can deadlock.
  */
 #ifndef USLAB_LOCK_H
 #define USLAB_LOCK_H
 
 #include <linux/futex.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-struct ulock {
-	uint32_t v;
+enum lock_rank {
+	LOCK_UNRANKED, /* not checked (none in the library) */
+	LOCK_GP_ROUND,
+	LOCK_CACHES,
+	LOCK_GP,
+	LOCK_RCU_LIST,
+	LOCK_RCU_HQ,
+	LOCK_RCU_POOL,
+	LOCK_THREADS,
+	LOCK_TSTATE,
+	LOCK_BARN,
+	LOCK_NODE,
+	LOCK_OS,
+	LOCK_NR_RANKS
 };
 
-#define ULOCK_INIT \
-	{          \
-		0  \
+struct ulock {
+	uint32_t v;
+	uint32_t rank; /* enum lock_rank */
+};
+
+#define ULOCK_INIT_RANK(r) \
+	{                  \
+		0, (r)     \
 	}
 #if defined(__x86_64__) || defined(__i386__)
 #define cpu_relax() __builtin_ia32_pause()
@@ -40,10 +82,37 @@ struct ulock {
 #endif
 #define ULOCK_SPIN 64
 
+/* Make @l an unlocked lock of rank @rank. */
+static inline void ulock_setup(struct ulock *l, enum lock_rank rank)
+{
+	__atomic_store_n(&l->v, 0, __ATOMIC_RELAXED);
+	l->rank = rank;
+}
+
+/* Unlock @l by force (the child after fork); its rank stays. */
 static inline void ulock_init(struct ulock *l)
 {
 	__atomic_store_n(&l->v, 0, __ATOMIC_RELAXED);
 }
+
+#ifdef USLAB_CHECKS
+void lockdep_acquire(unsigned int rank);
+void lockdep_release(unsigned int rank);
+void lockdep_fork_child(void);
+int lockdep_held(unsigned int rank);
+#else
+static inline void lockdep_acquire(unsigned int rank)
+{
+	(void)rank;
+}
+static inline void lockdep_release(unsigned int rank)
+{
+	(void)rank;
+}
+static inline void lockdep_fork_child(void)
+{
+}
+#endif
 
 static inline void ulock_futex(uint32_t *addr, int op, uint32_t val)
 {
@@ -56,6 +125,7 @@ static inline void ulock_lock(struct ulock *l)
 {
 	uint32_t expect = 0;
 
+	lockdep_acquire(l->rank);
 	if (__builtin_expect(__atomic_compare_exchange_n(&l->v, &expect, 1, 0, __ATOMIC_ACQUIRE,
 							 __ATOMIC_RELAXED),
 			     1))
@@ -63,24 +133,30 @@ static inline void ulock_lock(struct ulock *l)
 	ulock_lock_slow(l);
 }
 
-static inline int ulock_trylock(struct ulock *l)
-{
-	uint32_t expect = 0;
-
-	return __atomic_compare_exchange_n(&l->v, &expect, 1, 0, __ATOMIC_ACQUIRE,
-					   __ATOMIC_RELAXED);
-}
-
 static inline void ulock_unlock(struct ulock *l)
 {
+	lockdep_release(l->rank);
 	if (__builtin_expect(__atomic_exchange_n(&l->v, 0, __ATOMIC_RELEASE) == 2, 0))
 		ulock_futex(&l->v, FUTEX_WAKE, 1);
 }
 
 /* For assertions only: true when somebody holds the lock. */
-static inline int ulock_held(struct ulock *l)
+static inline int ulock_held(const struct ulock *l)
 {
 	return __atomic_load_n(&l->v, __ATOMIC_RELAXED) != 0;
+}
+
+/* The same order for the two pthread mutexes of gp.c. */
+static inline void mutex_lock_ranked(pthread_mutex_t *m, enum lock_rank rank)
+{
+	lockdep_acquire(rank);
+	pthread_mutex_lock(m);
+}
+
+static inline void mutex_unlock_ranked(pthread_mutex_t *m, enum lock_rank rank)
+{
+	lockdep_release(rank);
+	pthread_mutex_unlock(m);
 }
 
 #endif /* USLAB_LOCK_H */

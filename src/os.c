@@ -70,7 +70,7 @@ struct os_order {
 	struct slab dirty; /* dirty slots, newest first (next/prev) */
 };
 
-static struct ulock os_lock = ULOCK_INIT;
+static struct ulock os_lock = ULOCK_INIT_RANK(LOCK_OS);
 static struct os_order orders[SLAB_MAX_ORDER + 1];
 static struct arena *arena_map[MAP_ENTRIES];
 static size_t live_arenas;

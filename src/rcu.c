@@ -11,14 +11,16 @@
  * block is pushed on a global lock-free queue (one CAS per 509 frees) and
  * the thread takes another from the spare pool.
  *
- * Batches. One background thread, the monitor, takes everything queued
- * and asks liburcu for ONE grace period for all of it (the flavor's
- * synchronize_rcu), then frees every block with uslab_cache_free_bulk(NULL,
- * ...) - detached freelists, mixed caches - and puts the blocks back in the
- * spare pool (bounded: RCU_POOL_MAX). Objects queued meanwhile make the
- * next batch: under load the monitor runs grace period after grace period,
- * each covering everything freed during the previous one. It is woken when
- * USLAB_RCU_BATCH_BLOCKS blocks are queued, and every USLAB_RCU_DRAIN_MS.
+ * Batches. The grace-period engine's background thread, the monitor
+ * (gp.c), calls this front end's hooks: gather takes everything queued,
+ * the monitor waits for ONE grace period for all of it (the flavor's
+ * synchronize_rcu), then drain frees every block with
+ * uslab_cache_free_bulk(NULL, ...) - detached freelists, mixed caches - and
+ * puts the blocks back in the spare pool (bounded: RCU_POOL_MAX). Objects
+ * queued meanwhile make the next batch: under load the monitor runs grace
+ * period after grace period, each covering everything freed during the
+ * previous one. It is woken when USLAB_RCU_BATCH_BLOCKS blocks are queued,
+ * and every USLAB_RCU_DRAIN_MS.
  * Why not call_rcu per batch: liburcu's call_rcu worker sleeps 10 ms after
  * every round of callbacks, so memory waiting for a grace period grows
  * with 10 ms worth of frees (measured in doc/design.md). No thread needs
@@ -48,20 +50,23 @@
  * Backpressure: more than USLAB_RCU_MAX_INFLIGHT blocks between queueing
  * and freeing make uslab_free_rcu() wait, outside read-side sections.
  *
- * Barrier: uslab_rcu_barrier() asks the monitor for a sweep (every
- * thread's partial block, regardless of age; blocks of exited threads were
- * queued at their exit), a grace period and the drain; the monitor then
- * flushes its own sheaves, so nothing freed stays cached in it.
+ * Barrier: uslab_rcu_barrier() asks the engine for a barrier round
+ * (gp_barrier): a sweep of every thread's partial block, regardless of
+ * age (blocks of exited threads were queued at their exit), a grace period
+ * and the drain; the monitor then flushes its own sheaves, so nothing
+ * freed stays cached in it.
  *
- * Locks (see internal.h for the whole order): rcu_lock (a mutex, with the
- * monitor's and waiters' condition variables) protects the list of
- * threads, the monitor's start and the barrier generations; it comes after
- * gp_lock and caches_lock and before every other lock. pool_lock protects the spare
- * blocks; hq_lock the emergency list; both are leaves except that
- * pool_lock may be held while allocating a block (node lock, os_lock).
- * gp_lock is held by the monitor across a grace period and its drain; fork
- * takes it first, so no grace period of ours is in progress at fork.
- * The monitor makes no liburcu call while holding any other lock.
+ * Thread exit. A thread's block is handed over by its pthread key
+ * destructor. A deferred free after that (a later destructor of the
+ * program's, a C++ thread_local) appends to one shared orphan block under
+ * hq_lock instead: the exited thread is never listed again.
+ *
+ * Locks (src/internal.h has the whole order): list_lock protects the list
+ * of threads the monitor scans; it is taken after gp.c's gp_lock and
+ * before hq_lock, pool_lock and every lock below. hq_lock protects the
+ * emergency list and the orphan block, and may be held while a block is
+ * taken from the pool; pool_lock protects the spare blocks and may be
+ * held while a block is allocated (node lock, os_lock).
  */
 #include <pthread.h>
 #include <signal.h>
@@ -72,6 +77,7 @@
 #include <urcu/urcu-memb.h>
 
 #include "internal.h"
+#include "list.h"
 
 #define RCU_BLOCK_SIZE 4096
 #define TAKEN_ALL UINT32_MAX
@@ -93,34 +99,26 @@ _Static_assert(sizeof(struct rcu_block) == 24, "block header: 509 pointers");
 
 /* Per thread. The monitor reads @cur of every listed thread. */
 struct rcu_tls {
-	struct rcu_block *cur;	     /* block being filled; owner writes */
-	bool listed;		     /* on the list of threads */
-	struct rcu_tls *next, *prev; /* under rcu_lock */
-	struct rcu_block *seen;	     /* monitor: cur at its last scan */
-	uint32_t seen_n;	     /* monitor: its n then */
+	struct rcu_block *cur;	/* block being filled; owner writes */
+	struct list_node link;	/* on R.threads (under list_lock) */
+	bool listed;		/* on it: owner reads, written under list_lock */
+	bool exited;		/* its key destructor ran */
+	struct rcu_block *seen; /* monitor: cur at its last scan */
+	uint32_t seen_n;	/* monitor: its n then */
 };
 
 static __thread struct rcu_tls rt __attribute__((tls_model("initial-exec")));
 
 static struct {
-	const struct rcu_flavor_struct *flavor;
-	pthread_mutex_t lock;	 /* rcu_lock */
-	pthread_cond_t wake;	 /* the monitor waits here */
-	pthread_cond_t done;	 /* barrier and throttled threads wait here */
-	pthread_mutex_t gp_lock; /* the monitor, across a grace period + drain */
-	struct rcu_tls *threads;
-	bool started, start_failed, used;
-	pthread_t monitor;
+	struct ulock list_lock;
+	struct list_node threads; /* struct rcu_tls, under list_lock */
 	pthread_key_t key;
-	uint64_t barrier_req, barrier_done;
-	unsigned int throttled_waiters;
+	bool key_ok;
 
 	_Atomic(struct rcu_block *) queue; /* full blocks, lock-free push */
-	_Atomic(struct slab *) slabq;	   /* slabs waiting for a batch */
 	atomic_ulong queued_blocks;
 	atomic_ulong inflight; /* blocks from queueing to freeing */
-	atomic_int sleeping;
-	atomic_int pool_low; /* a thread found the pool empty: refill it */
+	atomic_int pool_low;   /* a thread found the pool empty: refill it */
 
 	struct ulock pool_lock;
 	struct rcu_block *pool;
@@ -129,14 +127,12 @@ static struct {
 	struct ulock hq_lock;
 	struct rcu_head *hq; /* emergency list */
 	unsigned long nhq;
-
+	struct rcu_block *orphan; /* frees of exited threads */
 } R = {
-	.lock = PTHREAD_MUTEX_INITIALIZER,
-	.wake = PTHREAD_COND_INITIALIZER,
-	.done = PTHREAD_COND_INITIALIZER,
-	.gp_lock = PTHREAD_MUTEX_INITIALIZER,
-	.pool_lock = ULOCK_INIT,
-	.hq_lock = ULOCK_INIT,
+	.list_lock = ULOCK_INIT_RANK(LOCK_RCU_LIST),
+	.threads = LIST_HEAD_INIT(R.threads),
+	.pool_lock = ULOCK_INIT_RANK(LOCK_RCU_POOL),
+	.hq_lock = ULOCK_INIT_RANK(LOCK_RCU_HQ),
 };
 
 static pthread_once_t rcu_once = PTHREAD_ONCE_INIT;
@@ -149,17 +145,9 @@ int rcu_fault_inject;
 
 /* Counters: relaxed atomics, bumped once per slow path or per batch. */
 static struct {
-	atomic_ulong queued, freed, batches, blocks, emergency, sync, reserve, leaked, throttled,
-		slabs_deferred, slabs_released;
+	atomic_ulong queued, freed, batches, blocks, emergency, sync, reserve, leaked, throttled;
 } S;
 #define bump(f, v) atomic_fetch_add_explicit(&S.f, (v), memory_order_relaxed)
-
-static const struct rcu_flavor_struct *flavor(void)
-{
-	const struct rcu_flavor_struct *f = __atomic_load_n(&R.flavor, __ATOMIC_ACQUIRE);
-
-	return f ? f : &urcu_memb_flavor;
-}
 
 /* ------------------------------------------------------------ blocks */
 
@@ -183,8 +171,6 @@ static void block_init(struct rcu_block *b)
 	__atomic_store_n(&b->n, 0, __ATOMIC_RELAXED);
 }
 
-static void monitor_wake(void);
-
 enum block_src {
 	FROM_POOL,	  /* spare blocks above the reserve only */
 	FROM_POOL_OR_NEW, /* then a new block */
@@ -206,7 +192,7 @@ static struct rcu_block *block_get(enum block_src src)
 	}
 	ulock_unlock(&R.pool_lock);
 	if (!b && src == FROM_POOL && !atomic_exchange(&R.pool_low, 1))
-		monitor_wake(); /* uslab_free_rcu_head() allocates nothing: ask */
+		gp_wake(); /* uslab_free_rcu_head() allocates nothing: ask */
 	if (!b && src == FROM_POOL_OR_NEW)
 		b = block_new();
 	if (b)
@@ -247,16 +233,7 @@ static void pool_fill(void)
 	}
 }
 
-/* ------------------------------------------------------ the monitor */
-
-static void monitor_wake(void)
-{
-	if (atomic_load(&R.sleeping)) {
-		pthread_mutex_lock(&R.lock);
-		pthread_cond_signal(&R.wake);
-		pthread_mutex_unlock(&R.lock);
-	}
-}
+/* ------------------------------------------------------ hand-over */
 
 /* Owner: hand a block it filled (or leaves, at exit) to the monitor. */
 static void block_publish(struct rcu_block *b)
@@ -273,7 +250,7 @@ static void block_publish(struct rcu_block *b)
 	while (!atomic_compare_exchange_weak_explicit(&R.queue, &head, b, memory_order_release,
 						      memory_order_relaxed));
 	if (atomic_fetch_add(&R.queued_blocks, 1) + 1 >= uslab_opt.rcu_batch_blocks)
-		monitor_wake();
+		gp_wake();
 }
 
 /* The object an rcu_head lies in (NULL if it is in no slab). */
@@ -316,17 +293,12 @@ static void drain_batch(struct rcu_block *batch, unsigned long nb)
 		bump(freed, n - b->start);
 		block_put(b);
 	}
-	if (nb && atomic_fetch_sub(&R.inflight, nb) - nb < uslab_opt.rcu_max_inflight &&
-	    __atomic_load_n(&R.throttled_waiters, __ATOMIC_RELAXED)) {
-		pthread_mutex_lock(&R.lock);
-		pthread_cond_broadcast(&R.done);
-		pthread_mutex_unlock(&R.lock);
-	}
+	atomic_fetch_sub(&R.inflight, nb); /* gp.c wakes throttled threads */
 }
 
 /*
  * Steal the published entries [taken, n) of @t's block: copy them into a
- * block of the monitor's and claim them with a CAS. Under rcu_lock.
+ * block of the monitor's and claim them with a CAS. Under list_lock.
  * @all: also entries that arrived since the last scan (barrier).
  */
 static struct rcu_block *steal(struct rcu_tls *t, bool all)
@@ -361,115 +333,88 @@ static struct rcu_block *steal(struct rcu_tls *t, bool all)
 	return dst;
 }
 
-/* One pass of the monitor: gather a batch, wait for a grace period, free it. */
-static void monitor_round(bool scan, bool all)
-{
-	struct rcu_block *batch, *b;
+/* What one round frees: the gp_client hooks below fill and drain it. */
+static struct rcu_batch {
+	struct rcu_block *blocks;
+	unsigned long nb;
 	struct rcu_head *heads;
-	struct slab *slabs;
-	unsigned long nb = 0, nq;
+} batch;
 
-	batch = atomic_exchange(&R.queue, NULL);
-	for (b = batch; b; b = b->next)
-		nb++;
-	nq = nb;
+/*
+ * gather (gp_client): take the queued blocks, the orphan block and the
+ * emergency list; with @scan, also entries of threads' partly filled
+ * blocks (@all: however recent). Monitor only, under gp.c's round_lock.
+ * Return: the batch, or NULL when there is nothing to free.
+ */
+static void *rcu_gather(bool scan, bool all)
+{
+	struct rcu_block *b;
+	unsigned long nq = 0;
+
+	batch.blocks = atomic_exchange(&R.queue, NULL);
+	for (b = batch.blocks; b; b = b->next)
+		nq++;
+	batch.nb = nq;
 	if (scan) {
-		pthread_mutex_lock(&R.lock);
-		for (struct rcu_tls *t = R.threads; t; t = t->next) {
-			b = steal(t, all);
+		ulock_lock(&R.list_lock);
+		struct list_node *pos;
+
+		list_for_each(pos, &R.threads)
+		{
+			b = steal(list_entry(pos, struct rcu_tls, link), all);
 			if (b) {
-				b->next = batch;
-				batch = b;
-				nb++;
+				b->next = batch.blocks;
+				batch.blocks = b;
+				batch.nb++;
 			}
 		}
-		pthread_mutex_unlock(&R.lock);
+		ulock_unlock(&R.list_lock);
 	}
 	ulock_lock(&R.hq_lock);
-	heads = R.hq;
+	batch.heads = R.hq;
 	R.hq = NULL;
 	R.nhq = 0;
+	b = R.orphan;
+	R.orphan = NULL;
 	ulock_unlock(&R.hq_lock);
-	slabs = atomic_exchange(&R.slabq, NULL);
+	if (b) {
+		b->start = 0;
+		b->next = batch.blocks;
+		batch.blocks = b;
+		batch.nb++;
+		atomic_fetch_add_explicit(&R.inflight, 1, memory_order_relaxed);
+	}
 	if (nq)
 		atomic_fetch_sub(&R.queued_blocks, nq);
-	if (!batch && !heads && !slabs)
-		return;
-	bump(blocks, nb);
+	if (!batch.blocks && !batch.heads)
+		return NULL;
+	bump(blocks, batch.nb);
 	bump(batches, 1);
-	/* One grace period for all of it, then free it here. */
-	flavor()->update_synchronize_rcu();
-	drain_batch(batch, nb);
-	drain_heads(heads);
-	bump(slabs_released, cache_release_slabs_now(slabs));
+	return &batch;
 }
 
-static uint64_t now_ms(void)
+/* drain (gp_client): after the grace period, free what gather took. */
+static void rcu_drain(void *arg)
 {
-	struct timespec ts;
+	struct rcu_batch *bt = arg;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	drain_batch(bt->blocks, bt->nb);
+	drain_heads(bt->heads);
 }
 
-static void *monitor_main(void *arg)
+/* idle (gp_client): keep a few spare blocks for uslab_free_rcu_head(). */
+static void rcu_idle(void)
 {
-	uint64_t next_scan = now_ms() + uslab_opt.rcu_drain_ms;
-
-	(void)arg;
+	atomic_store(&R.pool_low, 0);
 	pool_fill();
-	for (;;) {
-		uint64_t target, now;
-		bool barrier, scan;
-
-		pthread_mutex_lock(&R.lock);
-		for (;;) {
-			now = now_ms();
-			unsigned long q = atomic_load(&R.queued_blocks);
-
-			/* A throttled thread waits for what is queued: hand it over now. */
-			if (R.barrier_req != R.barrier_done || now >= next_scan ||
-			    q >= uslab_opt.rcu_batch_blocks || (q && R.throttled_waiters) ||
-			    atomic_load(&R.pool_low))
-				break;
-			struct timespec ts;
-			uint64_t wait = next_scan - now;
-
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += (time_t)(wait / 1000);
-			ts.tv_nsec += (long)(wait % 1000) * 1000000;
-			if (ts.tv_nsec >= 1000000000) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000;
-			}
-			atomic_store(&R.sleeping, 1);
-			if (atomic_load(&R.queued_blocks) < uslab_opt.rcu_batch_blocks)
-				pthread_cond_timedwait(&R.wake, &R.lock, &ts);
-			atomic_store(&R.sleeping, 0);
-		}
-		target = R.barrier_req;
-		barrier = target != R.barrier_done;
-		pthread_mutex_unlock(&R.lock);
-
-		scan = barrier || now >= next_scan;
-		if (scan)
-			next_scan = now + uslab_opt.rcu_drain_ms;
-		pthread_mutex_lock(&R.gp_lock);
-		monitor_round(scan, barrier);
-		if (barrier)
-			uslab_thread_flush(); /* what we freed: nothing stays cached here */
-		pthread_mutex_unlock(&R.gp_lock);
-		atomic_store(&R.pool_low, 0);
-		pool_fill();
-		if (barrier) {
-			pthread_mutex_lock(&R.lock);
-			R.barrier_done = target;
-			pthread_cond_broadcast(&R.done);
-			pthread_mutex_unlock(&R.lock);
-		}
-	}
-	return NULL;
 }
+
+static const struct gp_client rcu_client = {
+	.gather = rcu_gather,
+	.drain = rcu_drain,
+	.idle = rcu_idle,
+	.after_barrier = uslab_thread_flush, /* nothing freed stays cached here */
+};
 
 /* ------------------------------------------------------------ threads */
 
@@ -479,19 +424,15 @@ static void rcu_thread_exit(void *arg)
 	struct rcu_block *b;
 
 	/* Off the list first: the monitor no longer looks at our block. */
-	pthread_mutex_lock(&R.lock);
+	ulock_lock(&R.list_lock);
 	if (t->listed) {
-		if (t->prev)
-			t->prev->next = t->next;
-		else
-			R.threads = t->next;
-		if (t->next)
-			t->next->prev = t->prev;
-		t->listed = false;
+		list_del(&t->link);
+		__atomic_store_n(&t->listed, false, __ATOMIC_RELAXED);
 	}
 	b = t->cur;
 	__atomic_store_n(&t->cur, NULL, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&R.lock);
+	t->exited = true; /* later frees of this thread go to the orphan block */
+	ulock_unlock(&R.list_lock);
 	if (b)
 		block_publish(b);
 }
@@ -499,70 +440,72 @@ static void rcu_thread_exit(void *arg)
 static void rcu_init_once(void)
 {
 	block_cache_init();
-	if (pthread_key_create(&R.key, rcu_thread_exit))
-		R.start_failed = true;
+	R.key_ok = !pthread_key_create(&R.key, rcu_thread_exit);
 }
 
-/* Start deferred freeing for this thread (and the monitor). 0 or -1. */
+/*
+ * Start deferred freeing for this thread (and the monitor). No lock held.
+ * Return: 0, or -1 when the thread cannot keep a block (no monitor, no
+ * key; or it has exited: its key destructor would not run again).
+ */
 static int rcu_thread_start(void)
 {
-	int err = 0;
-
 	if (uslab_init())
 		return -1;
 	pthread_once(&rcu_once, rcu_init_once);
-	pthread_mutex_lock(&R.lock);
-	R.used = true;
-	if (!R.started && !R.start_failed) {
-		pthread_attr_t attr;
-		sigset_t all, old;
+	if (rt.exited || !R.key_ok || gp_start())
+		return -1;
+	if (__atomic_load_n(&rt.listed, __ATOMIC_RELAXED))
+		return 0;
+	if (pthread_setspecific(R.key, &rt))
+		return -1;
+	ulock_lock(&R.list_lock);
+	list_add(&rt.link, &R.threads);
+	__atomic_store_n(&rt.listed, true, __ATOMIC_RELAXED);
+	ulock_unlock(&R.list_lock);
+	return 0;
+}
 
-		/* The monitor takes no signal meant for the program. */
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		pthread_attr_init(&attr);
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		if (pthread_create(&R.monitor, &attr, monitor_main, NULL))
-			R.start_failed = true;
-		else
-			R.started = true;
-		pthread_attr_destroy(&attr);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-	}
-	if (!R.started) {
-		err = -1;
-	} else if (!rt.listed) {
-		if (pthread_setspecific(R.key, &rt)) {
-			err = -1;
-		} else {
-			rt.prev = NULL;
-			rt.next = R.threads;
-			if (R.threads)
-				R.threads->prev = &rt;
-			R.threads = &rt;
-			rt.listed = true;
-		}
-	}
-	pthread_mutex_unlock(&R.lock);
-	return err;
+static bool inflight_below_max(void)
+{
+	return atomic_load(&R.inflight) < uslab_opt.rcu_max_inflight;
 }
 
 /* Wait while too many blocks are in flight (outside read-side sections). */
 static void throttle(void)
 {
-	if (likely(atomic_load_explicit(&R.inflight, memory_order_relaxed) <
-		   uslab_opt.rcu_max_inflight) ||
-	    flavor()->read_ongoing())
+	if (likely(inflight_below_max()) || gp_read_ongoing())
 		return;
 	bump(throttled, 1);
-	pthread_mutex_lock(&R.lock);
-	__atomic_add_fetch(&R.throttled_waiters, 1, __ATOMIC_RELAXED);
-	while (atomic_load(&R.inflight) >= uslab_opt.rcu_max_inflight) {
-		pthread_cond_signal(&R.wake);
-		pthread_cond_wait(&R.done, &R.lock);
+	gp_wait_until(inflight_below_max);
+}
+
+/*
+ * A free by a thread whose key destructor ran: into the shared orphan
+ * block, published when full. Return: false when no block could be had.
+ */
+static bool orphan_free(void *obj)
+{
+	struct rcu_block *full = NULL;
+	bool ok = true;
+
+	ulock_lock(&R.hq_lock);
+	if (R.orphan && R.orphan->n == RCU_BLOCK_CAP) {
+		full = R.orphan;
+		R.orphan = NULL;
 	}
-	__atomic_sub_fetch(&R.throttled_waiters, 1, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&R.lock);
+	if (!R.orphan)
+		R.orphan = block_get(FROM_POOL_OR_NEW);
+	if (R.orphan)
+		R.orphan->ptrs[R.orphan->n++] = obj;
+	else
+		ok = false;
+	ulock_unlock(&R.hq_lock);
+	if (full) {
+		__atomic_store_n(&full->taken, 0, __ATOMIC_RELAXED);
+		block_publish(full);
+	}
+	return ok;
 }
 
 /* ------------------------------------------------------------ public */
@@ -576,7 +519,11 @@ static __attribute__((noinline)) void free_rcu_slow(void *obj, struct rcu_head *
 {
 	struct rcu_block *b = rt.cur;
 
-	if (unlikely(!rt.listed) && rcu_thread_start()) {
+	if (unlikely(!__atomic_load_n(&rt.listed, __ATOMIC_RELAXED)) && rcu_thread_start()) {
+		if (rt.exited && gp_start() == 0 && orphan_free(obj)) {
+			bump(queued, 1);
+			return;
+		}
 		b = NULL;
 		goto no_block;
 	}
@@ -587,7 +534,7 @@ static __attribute__((noinline)) void free_rcu_slow(void *obj, struct rcu_head *
 			throttle();
 	}
 	b = block_get(head ? FROM_POOL : FROM_POOL_OR_NEW);
-	if (!b && !head && flavor()->read_ongoing()) {
+	if (!b && !head && gp_read_ongoing()) {
 		b = block_get(FROM_RESERVE);
 		if (b)
 			bump(reserve, 1);
@@ -599,7 +546,7 @@ static __attribute__((noinline)) void free_rcu_slow(void *obj, struct rcu_head *
 		return;
 	}
 no_block:
-	if (head) {
+	if (head && gp_start() == 0) {
 		/* Emergency path: link through the object's rcu_head. */
 		bool wake;
 
@@ -613,14 +560,14 @@ no_block:
 		wake = ++R.nhq % RCU_BLOCK_CAP == 0;
 		ulock_unlock(&R.hq_lock);
 		if (wake)
-			monitor_wake(); /* a block's worth: do not wait for the period */
+			gp_wake(); /* a block's worth: do not wait for the period */
 		bump(emergency, 1);
 		bump(queued, 1);
 		return;
 	}
-	if (!flavor()->read_ongoing()) {
+	if (!gp_read_ongoing()) {
 		/* Like the kernel's single-argument kvfree_rcu(): wait, then free. */
-		flavor()->update_synchronize_rcu();
+		gp_synchronize();
 		uslab_cache_free_bulk(NULL, 1, &obj);
 		bump(sync, 1);
 		bump(queued, 1);
@@ -671,47 +618,24 @@ void uslab_free_rcu_head(void *obj, struct rcu_head *head)
 
 void uslab_rcu_barrier(void)
 {
-	uint64_t my;
-	bool used;
+	struct rcu_block *b = rt.cur;
 
-	pthread_mutex_lock(&R.lock);
-	used = R.used;
-	pthread_mutex_unlock(&R.lock);
-	if (!used)
+	if (!gp_used())
 		return; /* nothing was ever deferred */
-	if (flavor()->read_ongoing()) {
+	if (gp_read_ongoing()) {
 		uslab_warn("uslab_rcu_barrier() called inside a read-side critical section");
 		return;
 	}
-	if (rcu_thread_start())
-		return; /* no monitor: nothing can have been deferred */
-	if (rt.cur) {
-		struct rcu_block *b = rt.cur;
-
+	if (b) {
 		__atomic_store_n(&rt.cur, NULL, __ATOMIC_RELEASE);
 		block_publish(b);
 	}
-	pthread_mutex_lock(&R.lock);
-	my = ++R.barrier_req;
-	pthread_cond_signal(&R.wake);
-	while (R.barrier_done < my)
-		pthread_cond_wait(&R.done, &R.lock);
-	pthread_mutex_unlock(&R.lock);
+	gp_barrier();
 }
 
 int uslab_rcu_set_flavor(const struct rcu_flavor_struct *f)
 {
-	int ret = 0;
-
-	if (!f)
-		return -EINVAL;
-	pthread_mutex_lock(&R.lock);
-	if (R.used && flavor() != f)
-		ret = -EBUSY;
-	else
-		__atomic_store_n(&R.flavor, f, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&R.lock);
-	return ret;
+	return f ? gp_set_flavor(f) : -EINVAL;
 }
 
 int uslab_rcu_stats(struct uslab_rcu_stats *st)
@@ -727,101 +651,63 @@ int uslab_rcu_stats(struct uslab_rcu_stats *st)
 	st->reserve = atomic_load(&S.reserve);
 	st->leaked = atomic_load(&S.leaked);
 	st->throttled = atomic_load(&S.throttled);
-	st->slabs_deferred = atomic_load(&S.slabs_deferred);
-	st->slabs_released = atomic_load(&S.slabs_released);
+	gp_stats(&st->slabs_deferred, &st->slabs_released);
 	return 0;
 }
 
-/*
- * rcu_defer_slabs - release slabs of USLAB_TYPESAFE_BY_RCU caches (linked
- * by ->next, state FREE, ->cache still set so lookups still answer) to
- * os.c after a grace period. Never blocks; any thread, any context that
- * may free objects.
- */
-void rcu_defer_slabs(struct slab *list)
+/* At start-up: the grace-period engine calls this front end's hooks. */
+void rcu_init(void)
 {
-	struct slab *tail = list, *head;
-	unsigned long k = 1;
-
-	while (tail->next) {
-		tail = tail->next;
-		k++;
-	}
-	bump(slabs_deferred, k);
-	if (!rt.listed && rcu_thread_start()) {
-		/* No monitor: the caller cannot wait safely; the slabs stay. */
-		return;
-	}
-	head = atomic_load_explicit(&R.slabq, memory_order_relaxed);
-	do
-		tail->next = head;
-	while (!atomic_compare_exchange_weak_explicit(&R.slabq, &head, list, memory_order_release,
-						      memory_order_relaxed));
-	monitor_wake();
+	gp_set_client(&rcu_client);
 }
 
 /* ------------------------------------------------------------ fork */
 
-/* Before caches_lock: waits for the monitor's grace period and drain. */
+/* After gp.c's gp_lock. */
 void rcu_fork_prepare(void)
 {
-	pthread_mutex_lock(&R.gp_lock);
-}
-
-/* After caches_lock. */
-void rcu_fork_prepare_late(void)
-{
-	pthread_mutex_lock(&R.lock);
-	ulock_lock(&R.pool_lock);
+	ulock_lock(&R.list_lock);
 	ulock_lock(&R.hq_lock);
+	ulock_lock(&R.pool_lock);
 }
 
 void rcu_fork_parent(void)
 {
-	ulock_unlock(&R.hq_lock);
 	ulock_unlock(&R.pool_lock);
-	pthread_mutex_unlock(&R.lock);
-}
-
-void rcu_fork_parent_early(void)
-{
-	pthread_mutex_unlock(&R.gp_lock);
+	ulock_unlock(&R.hq_lock);
+	ulock_unlock(&R.list_lock);
 }
 
 /*
- * Fork: rcu_fork_prepare() took gp_lock, so no grace period of ours is in
- * progress. The child has no monitor: every block not yet freed - queued,
+ * Fork: gp.c's round_lock is held, so no batch of ours is between gather
+ * and drain. The child has no monitor: every block not yet freed - queued,
  * or the current block of any thread of the parent - is queued again and
- * freed by a new monitor started by the child's next deferred free or
- * barrier. uslab registers no thread with liburcu, so it leaves no stale
- * reader in the child's liburcu registry.
+ * freed by a monitor started by the child's next deferred free, barrier or
+ * gp_kick().
  */
 void rcu_fork_child(void)
 {
+	struct list_node *pos, *tmp;
 	unsigned long nq = 0;
 
-	atomic_store(&R.sleeping, 0);
-	pthread_mutex_init(&R.lock, NULL);
-	pthread_cond_init(&R.wake, NULL);
-	pthread_cond_init(&R.done, NULL);
-	pthread_mutex_init(&R.gp_lock, NULL);
+	ulock_init(&R.list_lock);
 	ulock_init(&R.pool_lock);
 	ulock_init(&R.hq_lock);
 	/* Every block to the queue, ours too: our next free starts a monitor. */
-	for (struct rcu_tls *t = R.threads, *next; t; t = next) {
-		next = t->next;
+	list_for_each_safe(pos, tmp, &R.threads)
+	{
+		struct rcu_tls *t = list_entry(pos, struct rcu_tls, link);
+
 		if (t->cur)
 			block_publish(t->cur);
 		t->cur = NULL;
 		t->listed = false;
+		list_del(pos);
 	}
-	R.threads = NULL;
 	for (struct rcu_block *b = atomic_load(&R.queue); b; b = b->next)
 		nq++;
 	atomic_store(&R.queued_blocks, nq);
 	atomic_store(&R.inflight, nq);
-	R.started = false;
-
-	R.barrier_done = R.barrier_req;
-	__atomic_store_n(&R.throttled_waiters, 0, __ATOMIC_RELAXED);
+	if (nq || R.hq || R.orphan)
+		gp_need_start();
 }

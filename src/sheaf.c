@@ -366,15 +366,16 @@ void uslab_priv_free_slow(struct uslab_cache *c, void *obj)
 	obj_poison(c, obj);
 	if (!c->sheaf_capacity || !(p = pcs_self(c))) {
 		cache_free_objects(c, &obj, 1, 0);
-		return;
+	} else {
+		thread_lock_self();
+		pcs_bump(p, USLAB_STAT_FREE_SLOWPATH, 1);
+		if (pcs_make_room(c, p, true))
+			*p->hot.top++ = obj;
+		else
+			cache_free_objects(c, &obj, 1, 0);
+		thread_unlock_self();
 	}
-	thread_lock_self();
-	pcs_bump(p, USLAB_STAT_FREE_SLOWPATH, 1);
-	if (pcs_make_room(c, p, true))
-		*p->hot.top++ = obj;
-	else
-		cache_free_objects(c, &obj, 1, 0);
-	thread_unlock_self();
+	gp_kick(); /* a flush may have deferred slabs with no monitor running */
 }
 
 /*

@@ -38,8 +38,9 @@ static struct pcs dummy_table[PCS_ENTRIES] __cacheline_aligned;
 __thread char *uslab_priv_pcs_table __attribute__((tls_model("initial-exec"))) =
 	(char *)dummy_table;
 static __thread struct tstate *tls_state __attribute__((tls_model("initial-exec")));
+static __thread bool tls_exited __attribute__((tls_model("initial-exec")));
 
-static struct ulock threads_lock = ULOCK_INIT;
+static struct ulock threads_lock = ULOCK_INIT_RANK(LOCK_THREADS);
 static struct tstate *threads; /* live states */
 static struct tstate *pool;    /* states of exited threads */
 static pthread_key_t exit_key;
@@ -81,18 +82,25 @@ static void thread_exit(void *arg)
 
 	uslab_priv_pcs_table = (char *)dummy_table;
 	tls_state = NULL;
+	/*
+	 * A later destructor (the program's, a C++ thread_local, glibc's own
+	 * teardown) may still allocate and free: this thread then uses the
+	 * slabs directly. A new state now would never be drained.
+	 */
+	tls_exited = true;
 	ulock_lock(&threads_lock);
 	threads_del(st);
 	st->next = pool;
 	pool = st;
 	ulock_unlock(&threads_lock);
+	gp_kick();
 }
 
 static struct pcs *thread_start(void)
 {
 	struct tstate *st;
 
-	if (uslab_init())
+	if (tls_exited || uslab_init())
 		return NULL;
 	ulock_lock(&threads_lock);
 	st = pool;
@@ -104,7 +112,7 @@ static struct pcs *thread_start(void)
 		if (!st)
 			return NULL;
 	}
-	ulock_init(&st->lock);
+	ulock_setup(&st->lock, LOCK_TSTATE);
 	st->max_id = 0;
 	if (pthread_setspecific(exit_key, st)) {
 		ulock_lock(&threads_lock);
@@ -121,7 +129,10 @@ static struct pcs *thread_start(void)
 	return st->table;
 }
 
-/* The calling thread's table, started if needed; NULL if it cannot be. */
+/*
+ * The calling thread's table, started if needed; NULL if it cannot be (no
+ * memory, or the thread is exiting: its exit handler has run).
+ */
 struct pcs *thread_pcs(void)
 {
 	return tls_state ? tls_state->table : thread_start();
@@ -196,6 +207,7 @@ void uslab_thread_flush(void)
 	ulock_lock(&st->lock);
 	tstate_drain(st);
 	ulock_unlock(&st->lock);
+	gp_kick();
 }
 
 int thread_init(void)

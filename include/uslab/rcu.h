@@ -13,7 +13,8 @@
  *     first deferred free.
  * uslab runs one background thread (the monitor, started on first use, not
  * registered with liburcu) that waits for one grace period per batch with
- * the flavor's synchronize_rcu and frees the batch.
+ * the flavor's synchronize_rcu and frees the batch. No function here is a
+ * cancellation point (waits run with cancellation disabled).
  */
 #ifndef USLAB_RCU_H
 #define USLAB_RCU_H
@@ -87,6 +88,9 @@ USLAB_API void uslab_free_rcu_head(void *obj, struct rcu_head *head);
  * threads that have exited since), has been freed, and every slab of a
  * USLAB_TYPESAFE_BY_RCU cache released before the call began has gone back
  * to the OS layer. Waits for at least one grace period.
+ *
+ * Without the background thread (it could not be started: no memory for a
+ * thread), the caller does its work itself. Not a cancellation point.
  *
  * Context: any thread, outside a read-side critical section (inside one it
  * would wait for itself: it writes a warning and returns at once).

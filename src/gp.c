@@ -1,0 +1,412 @@
+// SPDX-License-Identifier: MIT
+/*
+ * gp.c - the grace-period engine: one background thread (the monitor)
+ * that waits for RCU grace periods (liburcu's synchronize_rcu, one per
+ * batch) and then releases what was handed to it. A service of two
+ * clients: cache.c hands over the empty slabs of USLAB_TYPESAFE_BY_RCU
+ * caches (gp_defer_slabs), and the kfree_rcu front end (rcu.c) registers
+ * hooks that gather its blocks of pointers before a grace period and free
+ * them after it (struct gp_client).
+ *
+ * Hand-off. gp_defer_slabs() is lock-free: a CAS push on a list and, when
+ * the monitor is not running, a flag. It takes no lock and never starts a
+ * thread, so cache.c may call it with any lock held (a thread flushing a
+ * sheaf holds its own state lock). The monitor is started by gp_start()
+ * from places that hold no uslab lock: the front end's first deferred
+ * free, uslab_rcu_barrier(), the creation of a TYPESAFE_BY_RCU cache, and
+ * gp_kick() at the end of the free slow paths, flush and shrink when a
+ * hand-off found no monitor. A start that fails (no memory for a thread)
+ * is retried by the next gp_kick() or gp_start(), at most every
+ * GP_RETRY_MS; meanwhile gp_barrier() does the monitor's work in the
+ * calling thread.
+ *
+ * Rounds. The monitor sleeps on a futex word (no lock needed to wake it)
+ * for at most USLAB_RCU_DRAIN_MS, and runs a round when woken urgently
+ * (gp_wake_now: a batch is large, a throttled thread waits, the front
+ * end's spare pool is low), when a barrier is requested, or when the
+ * period has passed (a scan round: the front end also hands over partly
+ * filled blocks). A round takes everything handed over, waits for ONE
+ * grace period, then lets the front end free its batch and releases the
+ * slabs (cache_release_slabs_now). It makes no liburcu call while holding
+ * any lock but round_lock.
+ *
+ * Locks (src/internal.h has the order): round_lock, held across a round
+ * (grace period and release), taken first by fork, so no grace period of
+ * ours is in progress at fork; gp_lock, a mutex with one condition
+ * variable, protecting the start of the monitor and the barrier
+ * generations, and where barrier and throttled callers wait. Waits are not
+ * cancellation points: cancellation is disabled around them (a cancelled
+ * waiter would leave gp_lock held), and around synchronize_rcu.
+ */
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <urcu/urcu-memb.h>
+
+#include "internal.h"
+
+#define GP_RETRY_MS 100 /* between attempts to start the monitor */
+
+static struct {
+	const struct rcu_flavor_struct *flavor;
+	const struct gp_client *client;
+	pthread_mutex_t round_lock;
+	pthread_mutex_t lock; /* gp_lock */
+	pthread_cond_t done;  /* barrier and gp_wait_until() callers */
+	bool started, used;
+	uint64_t barrier_req, barrier_done;
+	uint64_t retry_ms; /* no start attempt before */
+	unsigned int waiters;
+
+	_Atomic(struct slab *) slabq; /* slabs waiting for a round */
+	atomic_bool start_needed;     /* handed over with no monitor */
+	atomic_uint wake_seq;	      /* futex word the monitor sleeps on */
+	atomic_bool sleeping;
+	atomic_bool urgent;
+	atomic_ulong slabs_deferred, slabs_released;
+} G = {
+	.round_lock = PTHREAD_MUTEX_INITIALIZER,
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.done = PTHREAD_COND_INITIALIZER,
+};
+
+const struct rcu_flavor_struct *gp_flavor(void)
+{
+	const struct rcu_flavor_struct *f = __atomic_load_n(&G.flavor, __ATOMIC_ACQUIRE);
+
+	return f ? f : &urcu_memb_flavor;
+}
+
+int gp_set_flavor(const struct rcu_flavor_struct *f)
+{
+	int ret = 0;
+
+	mutex_lock_ranked(&G.lock, LOCK_GP);
+	if (G.used && gp_flavor() != f)
+		ret = -EBUSY;
+	else
+		__atomic_store_n(&G.flavor, f, __ATOMIC_RELEASE);
+	mutex_unlock_ranked(&G.lock, LOCK_GP);
+	return ret;
+}
+
+void gp_set_client(const struct gp_client *client)
+{
+	__atomic_store_n(&G.client, client, __ATOMIC_RELEASE);
+}
+
+bool gp_read_ongoing(void)
+{
+	return gp_flavor()->read_ongoing();
+}
+
+/* Wait for a grace period here. Not a cancellation point. */
+void gp_synchronize(void)
+{
+	int old;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	gp_flavor()->update_synchronize_rcu();
+	pthread_setcancelstate(old, NULL);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* ------------------------------------------------------------ waking */
+
+/*
+ * gp_wake - ask the monitor for a round now, not at the end of its period.
+ * Lock-free: a store, an atomic increment and, if it sleeps, a futex wake.
+ */
+void gp_wake(void)
+{
+	atomic_store(&G.urgent, true);
+	atomic_fetch_add(&G.wake_seq, 1);
+	if (atomic_load(&G.sleeping))
+		syscall(SYS_futex, &G.wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/*
+ * Sleep until woken, or @ms milliseconds. A waker sets urgent, then bumps
+ * wake_seq, then reads sleeping; the monitor sets sleeping, then reads
+ * wake_seq, then urgent (all sequentially consistent): either it sees
+ * urgent, or the futex sees a changed wake_seq, or the waker sees it asleep.
+ */
+static void monitor_sleep(uint64_t ms)
+{
+	unsigned int seq;
+	struct timespec ts = { .tv_sec = (time_t)(ms / 1000),
+			       .tv_nsec = (long)(ms % 1000) * 1000000 };
+
+	atomic_store(&G.sleeping, true);
+	seq = atomic_load(&G.wake_seq);
+	if (!atomic_load(&G.urgent))
+		syscall(SYS_futex, &G.wake_seq, FUTEX_WAIT_PRIVATE, seq, &ts, NULL, 0);
+	atomic_store(&G.sleeping, false);
+}
+
+/* ------------------------------------------------------------ rounds */
+
+/* One round: gather, one grace period, release. Under round_lock. */
+static void gp_round(bool scan, bool all)
+{
+	const struct gp_client *cl = __atomic_load_n(&G.client, __ATOMIC_ACQUIRE);
+	void *batch = cl ? cl->gather(scan, all) : NULL;
+	struct slab *slabs = atomic_exchange(&G.slabq, NULL);
+
+	if (batch || slabs) {
+		gp_synchronize();
+		if (batch)
+			cl->drain(batch);
+		atomic_fetch_add(&G.slabs_released, cache_release_slabs_now(slabs));
+	}
+	if (all && cl)
+		cl->after_barrier();
+}
+
+static void *monitor_main(void *arg)
+{
+	const struct gp_client *cl;
+	uint64_t next_scan = now_ms() + uslab_opt.rcu_drain_ms;
+
+	(void)arg;
+	bool idle = true;
+
+	for (;;) {
+		uint64_t now = now_ms(), target;
+		bool barrier, scan;
+
+		cl = __atomic_load_n(&G.client, __ATOMIC_ACQUIRE);
+		if (cl && idle)
+			cl->idle(); /* at start and after each round */
+		idle = false;
+		mutex_lock_ranked(&G.lock, LOCK_GP);
+		target = G.barrier_req;
+		barrier = target != G.barrier_done;
+		mutex_unlock_ranked(&G.lock, LOCK_GP);
+		if (!barrier && now < next_scan && !atomic_exchange(&G.urgent, false)) {
+			monitor_sleep(next_scan - now);
+			continue;
+		}
+		scan = barrier || now >= next_scan;
+		if (scan)
+			next_scan = now + uslab_opt.rcu_drain_ms;
+		mutex_lock_ranked(&G.round_lock, LOCK_GP_ROUND);
+		gp_round(scan, barrier);
+		mutex_unlock_ranked(&G.round_lock, LOCK_GP_ROUND);
+		idle = true;
+		mutex_lock_ranked(&G.lock, LOCK_GP);
+		if (barrier)
+			G.barrier_done = target;
+		if (barrier || G.waiters)
+			pthread_cond_broadcast(&G.done);
+		mutex_unlock_ranked(&G.lock, LOCK_GP);
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------ start */
+
+/*
+ * gp_start - start the monitor if it is not running.
+ * Context: no uslab lock held (it takes gp_lock and creates a thread,
+ * which may allocate).
+ * Return: 0 - running; -1 - it could not be started (retried later).
+ */
+int gp_start(void)
+{
+	int ret = 0;
+
+	mutex_lock_ranked(&G.lock, LOCK_GP);
+	G.used = true;
+	if (!G.started) {
+		uint64_t now = now_ms();
+		pthread_attr_t attr;
+		pthread_t tid;
+		sigset_t all, old;
+
+		ret = -1;
+		if (now >= G.retry_ms) {
+			/* The monitor takes no signal meant for the program. */
+			sigfillset(&all);
+			pthread_sigmask(SIG_SETMASK, &all, &old);
+			pthread_attr_init(&attr);
+			pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+			if (!pthread_create(&tid, &attr, monitor_main, NULL)) {
+				G.started = true;
+				atomic_store(&G.start_needed, false);
+				ret = 0;
+			} else {
+				G.retry_ms = now + GP_RETRY_MS;
+			}
+			pthread_attr_destroy(&attr);
+			pthread_sigmask(SIG_SETMASK, &old, NULL);
+		}
+	}
+	mutex_unlock_ranked(&G.lock, LOCK_GP);
+	return ret;
+}
+
+/* Start the monitor if work was handed over without one. No lock held. */
+void gp_kick(void)
+{
+	if (unlikely(atomic_load_explicit(&G.start_needed, memory_order_relaxed)))
+		gp_start();
+}
+
+/* Note that work waits for a monitor (fork child, a front end without one). */
+void gp_need_start(void)
+{
+	atomic_store(&G.start_needed, true);
+}
+
+bool gp_used(void)
+{
+	bool used;
+
+	mutex_lock_ranked(&G.lock, LOCK_GP);
+	used = G.used;
+	mutex_unlock_ranked(&G.lock, LOCK_GP);
+	return used;
+}
+
+/* ----------------------------------------------------------- clients */
+
+/*
+ * gp_defer_slabs - release slabs of USLAB_TYPESAFE_BY_RCU caches (linked
+ * by ->next, state FREE, ->cache still set so lookups still answer) to
+ * os.c after a grace period.
+ * Context: any thread, any uslab lock held: lock-free, never blocks, never
+ * starts a thread (a missing monitor is started by gp_kick()).
+ */
+void gp_defer_slabs(struct slab *list)
+{
+	struct slab *tail = list, *head;
+	unsigned long k = 1;
+
+	while (tail->next) {
+		tail = tail->next;
+		k++;
+	}
+	atomic_fetch_add_explicit(&G.slabs_deferred, k, memory_order_relaxed);
+	head = atomic_load_explicit(&G.slabq, memory_order_relaxed);
+	do
+		tail->next = head;
+	while (!atomic_compare_exchange_weak_explicit(&G.slabq, &head, list, memory_order_release,
+						      memory_order_relaxed));
+	if (!__atomic_load_n(&G.started, __ATOMIC_ACQUIRE))
+		atomic_store(&G.start_needed, true);
+}
+
+/*
+ * gp_barrier - when it returns, a round that began after the call has
+ * completed: everything handed over before the call was released. Without
+ * a monitor (it cannot start) the round runs in the caller.
+ * Context: no uslab lock held, outside a read-side critical section. Not
+ * a cancellation point.
+ */
+void gp_barrier(void)
+{
+	int old;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	if (gp_start()) {
+		mutex_lock_ranked(&G.round_lock, LOCK_GP_ROUND);
+		gp_round(true, true);
+		mutex_unlock_ranked(&G.round_lock, LOCK_GP_ROUND);
+	} else {
+		uint64_t my;
+
+		mutex_lock_ranked(&G.lock, LOCK_GP);
+		my = ++G.barrier_req;
+		gp_wake();
+		while (G.barrier_done < my)
+			pthread_cond_wait(&G.done, &G.lock);
+		mutex_unlock_ranked(&G.lock, LOCK_GP);
+	}
+	pthread_setcancelstate(old, NULL);
+}
+
+/*
+ * gp_wait_until - wait until @cond() holds, re-checked after every round
+ * (the throttle of the front end). Returns at once without a monitor.
+ * Context: no uslab lock held. Not a cancellation point.
+ */
+void gp_wait_until(bool (*cond)(void))
+{
+	int old;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	mutex_lock_ranked(&G.lock, LOCK_GP);
+	G.waiters++;
+	while (G.started && !cond()) {
+		gp_wake();
+		pthread_cond_wait(&G.done, &G.lock);
+	}
+	G.waiters--;
+	mutex_unlock_ranked(&G.lock, LOCK_GP);
+	pthread_setcancelstate(old, NULL);
+}
+
+void gp_stats(uint64_t *deferred, uint64_t *released)
+{
+	*deferred = atomic_load(&G.slabs_deferred);
+	*released = atomic_load(&G.slabs_released);
+}
+
+/* -------------------------------------------------------------- fork */
+
+/* First of all: waits for the monitor's round (grace period and release). */
+void gp_fork_prepare(void)
+{
+	mutex_lock_ranked(&G.round_lock, LOCK_GP_ROUND);
+}
+
+/* After caches_lock. */
+void gp_fork_prepare_late(void)
+{
+	mutex_lock_ranked(&G.lock, LOCK_GP);
+}
+
+void gp_fork_parent(void)
+{
+	mutex_unlock_ranked(&G.lock, LOCK_GP);
+}
+
+void gp_fork_parent_early(void)
+{
+	mutex_unlock_ranked(&G.round_lock, LOCK_GP_ROUND);
+}
+
+/*
+ * The child has no monitor. Slabs still waiting, and the front end's
+ * blocks (rcu_fork_child), are released by a monitor that the child's
+ * next gp_kick(), deferred free or barrier starts. uslab registers no
+ * thread with liburcu, so it leaves no stale reader in the child.
+ */
+void gp_fork_child(void)
+{
+	pthread_mutex_init(&G.round_lock, NULL);
+	pthread_mutex_init(&G.lock, NULL);
+	pthread_cond_init(&G.done, NULL);
+	G.started = false;
+	G.retry_ms = 0;
+	G.waiters = 0;
+	G.barrier_done = G.barrier_req;
+	atomic_store(&G.sleeping, false);
+	atomic_store(&G.urgent, false);
+	if (atomic_load(&G.slabq))
+		atomic_store(&G.start_needed, true);
+}
