@@ -56,7 +56,11 @@ enum slab_state {
 	SLAB_PARTIAL,  /* on the node partial list: some objects free */
 	SLAB_FULL,     /* no free object in the slab; on no list */
 	SLAB_DIRTY,    /* free slot of an arena, pages still resident (os.c) */
+	SLAB_PURGING,  /* free slot being given back outside os_lock (os.c) */
 };
+
+/* An os call purges at most this many retained slabs (and about 256 KiB). */
+#define OS_PURGE_BATCH 4
 
 /*
  * struct slab - descriptor of one slab. Lives in its arena's descriptor

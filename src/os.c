@@ -14,8 +14,14 @@
  *     USLAB_PURGE_DELAY_MS (default 10 ms), up to USLAB_RETAIN_KB in all,
  *     so a slab freed and needed again soon costs no system call and no
  *     page fault; then they are returned with MADV_DONTNEED. Purging is
- *     done by later os calls (no background thread). pre: s->cache == NULL.
- *   - os_purge() returns every retained page at once (shrink, destroy).
+ *     done by later os calls (no background thread), a bounded batch each:
+ *     at most OS_PURGE_BATCH slabs (and about PURGE_BATCH_BYTES) per
+ *     os_slab_alloc or os_slab_free, oldest first. So a slab stays resident
+ *     longer than the delay until the next os call, and a backlog (or
+ *     retained bytes beyond the budget) shrinks by a batch per call.
+ *     pre: s->cache == NULL.
+ *   - os_purge() returns every page retained when it was called, in
+ *     batches (shrink, destroy).
  *   - os_slab_lookup(p) maps any address to its slab descriptor in O(1)
  *     without a lock: two dependent loads and a shift. NULL if p is not in
  *     a slab currently owned by a cache. Descriptors are never unmapped,
@@ -30,13 +36,23 @@
  *
  * Slot states: fresh (never used: beyond a->nfresh), used (cache != NULL),
  * dirty (free, pages resident, on its order's dirty list, newest first:
- * reused first, purged last), free (on a->free; pages returned with
- * MADV_DONTNEED). When an arena has no used slot and another arena of its
- * order exists, its memory is unmapped and its descriptor table kept for
- * reuse by the next arena of the same order.
+ * reused first, purged last), purging (taken off the dirty list by one
+ * thread, which is returning its pages outside the lock: on the purging
+ * list, counted in a->npurging, so nobody can allocate it and its arena is
+ * not released meanwhile), free (on a->free; pages returned with
+ * MADV_DONTNEED). When an arena has no used or purging slot and another
+ * arena of its order exists, it is detached (registry cleared, dirty slots
+ * dropped), then its memory is unmapped and its descriptor table put in
+ * the pool for reuse by the next arena of the same order.
  *
  * Lock: os_lock (last in the lock order) protects the per-order lists and
- * all slot bookkeeping. It is taken once per slab, never per object.
+ * all slot bookkeeping. It is taken once per slab, never per object, and
+ * no system call is made under it: an os call takes it once, then again
+ * after its madvise (purge) or mmap (new arena) calls to finish the
+ * bookkeeping, and once more to pool the descriptors of arenas it
+ * unmapped. A thread that forks in the middle of that leaves in the child
+ * an arena mapped or unmapped with no owner (a leak, not an error) and
+ * purging slots, which the child makes dirty again.
  */
 #include <string.h>
 #include <sys/mman.h>
@@ -47,6 +63,10 @@
 #define ARENA_GRANULE (1ul << ARENA_SHIFT)
 #define VA_BITS 47
 #define MAP_ENTRIES (1ul << (VA_BITS - ARENA_SHIFT))
+/* An os call stops adding slabs to its purge batch beyond this many bytes. */
+#define PURGE_BATCH_BYTES (256ul << 10)
+/* os_purge's batches (the lock is dropped between them). */
+#define PURGE_ALL_BATCH 64
 
 struct arena {
 	uintptr_t base;
@@ -54,12 +74,13 @@ struct arena {
 	unsigned int order;
 	unsigned int shift; /* PAGE_SHIFT + order */
 	unsigned int nslots;
-	unsigned int nused;  /* slots owned by caches */
-	unsigned int ndirty; /* free slots with resident pages */
-	unsigned int nfresh; /* slots [nfresh, nslots) never used */
-	struct slab *free;   /* free slots, memory returned */
-	struct arena *next;  /* per-order list */
-	size_t desc_size;    /* bytes of this descriptor */
+	unsigned int nused;    /* slots owned by caches */
+	unsigned int npurging; /* slots being purged outside os_lock */
+	unsigned int ndirty;   /* free slots with resident pages */
+	unsigned int nfresh;   /* slots [nfresh, nslots) never used */
+	struct slab *free;     /* free slots, memory returned */
+	struct arena *next;    /* per-order list, pool, or a caller's release list */
+	size_t desc_size;      /* bytes of this descriptor */
 	struct slab slabs[];
 };
 
@@ -72,10 +93,11 @@ struct os_order {
 
 static struct ulock os_lock = ULOCK_INIT_RANK(LOCK_OS);
 static struct os_order orders[SLAB_MAX_ORDER + 1];
+static struct slab purging; /* slots being purged, any order (next/prev) */
 static struct arena *arena_map[MAP_ENTRIES];
 static size_t live_arenas;
 static size_t dirty_bytes;
-static uintptr_t mmap_hint; /* where the next arena would follow the last */
+static uintptr_t mmap_hint; /* where the next arena would follow the last (racy hint) */
 
 static uint64_t now_ms(void)
 {
@@ -85,7 +107,8 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static void dirty_init(void)
+/* Under os_lock: make the list heads point to themselves on first use. */
+static void lists_init(void)
 {
 	for (unsigned int i = 0; i <= SLAB_MAX_ORDER; i++) {
 		struct slab *d = &orders[i].dirty;
@@ -93,6 +116,23 @@ static void dirty_init(void)
 		if (!d->next)
 			d->next = d->prev = d;
 	}
+	if (!purging.next)
+		purging.next = purging.prev = &purging;
+}
+
+static void list_add(struct slab *s, struct slab *head)
+{
+	s->prev = head;
+	s->next = head->next;
+	head->next->prev = s;
+	head->next = s;
+}
+
+static void list_del(struct slab *s)
+{
+	s->prev->next = s->next;
+	s->next->prev = s->prev;
+	s->next = s->prev = NULL;
 }
 
 void *os_mmap(size_t size)
@@ -117,14 +157,16 @@ void os_munmap(void *p, size_t size)
  * mmap @size bytes aligned to @align (both multiples of the page size).
  * First ask for exactly @size right after the previous arena (usually
  * free and aligned); else map @size + @align and trim both ends.
+ * Outside os_lock.
  */
 static void *mmap_aligned(size_t size, size_t align)
 {
+	uintptr_t hint = READ_ONCE(mmap_hint);
 	char *p;
 	uintptr_t start, end;
 
-	if (mmap_hint) {
-		p = mmap((void *)mmap_hint, size, PROT_READ | PROT_WRITE,
+	if (hint) {
+		p = mmap((void *)hint, size, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (p != MAP_FAILED) {
 			if (((uintptr_t)p & (align - 1)) == 0)
@@ -150,12 +192,15 @@ static void map_set(struct arena *a, struct arena *val)
 		__atomic_store_n(&arena_map[g >> ARENA_SHIFT], val, __ATOMIC_RELEASE);
 }
 
-static struct arena *arena_new(unsigned int order)
+/*
+ * Map a new arena of @order and set up its descriptor @a (one from the
+ * pool, or NULL: map a new one). Outside os_lock; nobody else sees @a
+ * until arena_install(). NULL if mmap fails (@a is then untouched).
+ */
+static struct arena *arena_create(unsigned int order, struct arena *a)
 {
 	size_t slab_size = PAGE_SIZE << order;
 	size_t size = slab_size * 4 > ARENA_GRANULE ? slab_size * 4 : ARENA_GRANULE;
-	struct os_order *o = &orders[order];
-	struct arena *a = o->pool;
 	void *mem;
 
 	mem = mmap_aligned(size, ARENA_GRANULE);
@@ -163,12 +208,9 @@ static struct arena *arena_new(unsigned int order)
 		return NULL;
 	if ((uintptr_t)mem + size > (1ul << VA_BITS)) {
 		munmap(mem, size);
-		errno = ENOMEM;
 		return NULL;
 	}
-	if (a) {
-		o->pool = a->next;
-	} else {
+	if (!a) {
 		unsigned int nslots = size / slab_size;
 		size_t dsize = ALIGN_UP(sizeof(*a) + nslots * sizeof(struct slab), PAGE_SIZE);
 
@@ -180,39 +222,46 @@ static struct arena *arena_new(unsigned int order)
 		a->desc_size = dsize;
 		a->nslots = nslots;
 	}
+	WRITE_ONCE(mmap_hint, (uintptr_t)mem + size);
 	a->base = (uintptr_t)mem;
 	a->size = size;
 	a->order = order;
 	a->shift = PAGE_SHIFT + order;
 	a->nused = 0;
+	a->npurging = 0;
 	a->ndirty = 0;
 	a->nfresh = 0;
 	a->free = NULL;
-	mmap_hint = a->base + size;
+	return a;
+}
+
+/* Make a created arena live: its order's list and the registry. Under os_lock. */
+static void arena_install(struct arena *a)
+{
+	struct os_order *o = &orders[a->order];
+
 	a->next = o->arenas;
 	o->arenas = a;
 	o->narenas++;
 	live_arenas++;
 	map_set(a, a);
-	return a;
 }
 
-static void dirty_del(struct slab *s)
-{
-	s->prev->next = s->next;
-	s->next->prev = s->prev;
-	s->next = s->prev = NULL;
-}
-
-/* The arena has no used slot and is not the last of its order. */
-static void arena_release(struct arena *a)
+/*
+ * If @a has no used or purging slot and is not the last of its order,
+ * take it out of the registry and its order's list (its dirty slots go
+ * with it) and push it on *@rel for arenas_unmap(). Under os_lock.
+ */
+static void arena_check(struct arena *a, struct arena **rel)
 {
 	struct os_order *o = &orders[a->order];
 	struct arena **pp = &o->arenas;
 
+	if (a->nused || a->npurging || o->narenas < 2)
+		return;
 	for (unsigned int i = 0; a->ndirty && i < a->nfresh; i++) {
 		if (a->slabs[i].state == SLAB_DIRTY) {
-			dirty_del(&a->slabs[i]);
+			list_del(&a->slabs[i]);
 			dirty_bytes -= PAGE_SIZE << a->order;
 			a->ndirty--;
 		}
@@ -223,11 +272,42 @@ static void arena_release(struct arena *a)
 	o->narenas--;
 	live_arenas--;
 	map_set(a, NULL);
-	munmap((void *)a->base, a->size);
-	/* Zero the slot descriptors (and give their pages back). */
-	madvise(a->slabs, a->desc_size - offsetof(struct arena, slabs), MADV_DONTNEED);
-	a->next = o->pool;
-	o->pool = a;
+	a->next = *rel;
+	*rel = a;
+}
+
+/*
+ * Unmap the arenas arena_check() detached, then put their descriptors in
+ * the pool. The system calls are made outside os_lock: nobody else can
+ * reach a detached arena, and its address range cannot be reused by a new
+ * arena before the munmap.
+ */
+static void arenas_unmap(struct arena *rel)
+{
+	struct arena *a;
+
+	if (!rel)
+		return;
+	for (a = rel; a; a = a->next) {
+		/* Give the slot descriptors' pages back (the first page holds the header). */
+		uintptr_t from = ALIGN_UP((uintptr_t)a->slabs, PAGE_SIZE);
+		uintptr_t to = (uintptr_t)a + a->desc_size;
+
+		munmap((void *)a->base, a->size);
+		if (to > from)
+			madvise((void *)from, to - from, MADV_DONTNEED);
+	}
+	ulock_lock(&os_lock);
+	while (rel) {
+		struct os_order *o;
+
+		a = rel;
+		rel = a->next;
+		o = &orders[a->order];
+		a->next = o->pool;
+		o->pool = a;
+	}
+	ulock_unlock(&os_lock);
 }
 
 static struct arena *arena_of(const void *p)
@@ -239,28 +319,22 @@ static struct arena *arena_of(const void *p)
 	return __atomic_load_n(&arena_map[a >> ARENA_SHIFT], __ATOMIC_ACQUIRE);
 }
 
-/* Return a dirty slot's pages to the kernel and make it a free slot. */
-static void purge_slot(struct slab *s)
-{
-	struct arena *a = arena_of(s->base);
-
-	dirty_del(s);
-	dirty_bytes -= PAGE_SIZE << s->order;
-	a->ndirty--;
-	madvise(s->base, PAGE_SIZE << s->order, MADV_DONTNEED);
-	s->state = SLAB_FREE;
-	s->next = a->free;
-	a->free = s;
-}
-
 /*
- * Purge dirty slots freed before @deadline (ms), and the oldest ones while
- * more than @keep bytes are retained. Under os_lock.
+ * purge_pick - take up to @max of the oldest dirty slots that are due
+ * (freed before @deadline ms, or while more than @keep bytes are retained)
+ * off the dirty lists and make them purging; stop once @max_bytes are
+ * taken. Under os_lock. Return: how many, in @v[].
  */
-static void purge_locked(uint64_t deadline, size_t keep)
+static unsigned int purge_pick(struct slab **v, unsigned int max, size_t max_bytes,
+			       uint64_t deadline, size_t keep)
 {
-	for (;;) {
+	unsigned int n = 0;
+	size_t bytes = 0;
+
+	while (n < max && bytes < max_bytes && dirty_bytes) {
 		struct slab *oldest = NULL;
+		struct arena *a;
+		size_t size;
 
 		for (unsigned int i = 0; i <= SLAB_MAX_ORDER; i++) {
 			struct slab *t = orders[i].dirty.prev;
@@ -269,57 +343,164 @@ static void purge_locked(uint64_t deadline, size_t keep)
 				oldest = t;
 		}
 		if (!oldest || (oldest->freed_ms >= deadline && dirty_bytes <= keep))
-			return;
-		purge_slot(oldest);
+			break;
+		size = PAGE_SIZE << oldest->order;
+		a = arena_of(oldest->base);
+		list_del(oldest);
+		dirty_bytes -= size;
+		a->ndirty--;
+		a->npurging++;
+		oldest->state = SLAB_PURGING;
+		list_add(oldest, &purging);
+		bytes += size;
+		v[n++] = oldest;
+	}
+	return n;
+}
+
+/* What an os_slab_alloc/free call purges: a bounded batch of due slots. */
+static unsigned int purge_due(struct slab **v, uint64_t now)
+{
+	uint64_t delay = uslab_opt.purge_delay_ms;
+
+	return purge_pick(v, OS_PURGE_BATCH, PURGE_BATCH_BYTES, now > delay ? now - delay : 0,
+			  (size_t)uslab_opt.retain_kb << 10);
+}
+
+/*
+ * Return the pages of purging slots to the kernel. Outside os_lock: the
+ * slots are this thread's until purge_done(), and their arenas stay mapped
+ * while they are counted in npurging.
+ */
+static void purge_madvise(struct slab *const *v, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		madvise(v[i]->base, PAGE_SIZE << v[i]->order, MADV_DONTNEED);
+}
+
+/* Make purged slots free; detach arenas left idle onto *@rel. Under os_lock. */
+static void purge_done(struct slab *const *v, unsigned int n, struct arena **rel)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		struct slab *s = v[i];
+		struct arena *a = arena_of(s->base);
+
+		list_del(s);
+		s->state = SLAB_FREE;
+		s->next = a->free;
+		a->free = s;
+		a->npurging--;
+		arena_check(a, rel);
 	}
 }
 
 void os_purge(void)
 {
+	struct slab *v[PURGE_ALL_BATCH];
+	struct arena *rel = NULL;
+	unsigned int n = 0;
+	uint64_t until;
+
 	ulock_lock(&os_lock);
-	dirty_init();
-	purge_locked(UINT64_MAX, 0);
+	lists_init();
+	/* What was retained when called: others' frees meanwhile do not prolong it. */
+	until = now_ms() + 1;
+	for (;;) {
+		purge_done(v, n, &rel);
+		n = purge_pick(v, PURGE_ALL_BATCH, SIZE_MAX, until, SIZE_MAX);
+		if (!n)
+			break;
+		ulock_unlock(&os_lock);
+		purge_madvise(v, n);
+		ulock_lock(&os_lock);
+	}
 	ulock_unlock(&os_lock);
+	arenas_unmap(rel);
+}
+
+/* A slot of @a (free first, then fresh), now used. Under os_lock. */
+static struct slab *slot_of_arena(struct arena *a)
+{
+	struct slab *s;
+
+	if (a->free) {
+		s = a->free;
+		a->free = s->next;
+	} else {
+		unsigned int idx = a->nfresh++;
+
+		s = &a->slabs[idx];
+		s->base = (char *)(a->base + ((uintptr_t)idx << a->shift));
+		s->order = a->order;
+	}
+	a->nused++;
+	s->next = s->prev = NULL;
+	s->state = SLAB_NEW;
+	return s;
+}
+
+/* A dirty, free or fresh slot of @order, or NULL if a new arena is needed. Under os_lock. */
+static struct slab *slot_take(unsigned int order)
+{
+	struct os_order *o = &orders[order];
+	struct arena *a;
+	struct slab *s;
+
+	if (o->dirty.next != &o->dirty) {
+		/* The most recently freed slab: its pages are still warm. */
+		s = o->dirty.next;
+		list_del(s);
+		dirty_bytes -= PAGE_SIZE << order;
+		a = arena_of(s->base);
+		a->ndirty--;
+		a->nused++;
+		s->state = SLAB_NEW;
+		return s;
+	}
+	for (a = o->arenas; a; a = a->next)
+		if (a->free || a->nfresh < a->nslots)
+			return slot_of_arena(a);
+	return NULL;
 }
 
 struct slab *os_slab_alloc(unsigned int order)
 {
 	struct os_order *o = &orders[order];
-	struct arena *a;
-	struct slab *s = NULL;
+	struct slab *v[OS_PURGE_BATCH];
+	struct arena *a = NULL, *desc = NULL, *rel = NULL;
+	struct slab *s;
+	unsigned int n;
 
 	ulock_lock(&os_lock);
-	dirty_init();
-	if (o->dirty.next != &o->dirty) {
-		/* The most recently freed slab: its pages are still warm. */
-		s = o->dirty.next;
-		dirty_del(s);
-		dirty_bytes -= PAGE_SIZE << order;
-		a = arena_of(s->base);
-		a->ndirty--;
-	} else {
-		for (a = o->arenas; a; a = a->next)
-			if (a->free || a->nfresh < a->nslots)
-				break;
-		if (!a)
-			a = arena_new(order);
-		if (a && a->free) {
-			s = a->free;
-			a->free = s->next;
-		} else if (a) {
-			unsigned int idx = a->nfresh++;
-
-			s = &a->slabs[idx];
-			s->base = (char *)(a->base + ((uintptr_t)idx << a->shift));
-			s->order = order;
-		}
+	lists_init();
+	s = slot_take(order);
+	if (!s) {
+		/* Reserve a pooled descriptor; map the memory unlocked. */
+		desc = o->pool;
+		if (desc)
+			o->pool = desc->next;
 	}
-	if (s) {
-		a->nused++;
-		s->next = s->prev = NULL;
-		s->state = SLAB_NEW;
+	n = purge_due(v, now_ms());
+	ulock_unlock(&os_lock);
+	if (s && !n)
+		return s;
+
+	purge_madvise(v, n);
+	if (!s)
+		a = arena_create(order, desc);
+	ulock_lock(&os_lock);
+	purge_done(v, n, &rel);
+	if (!s && a) {
+		arena_install(a);
+		s = slot_of_arena(a);
+	} else if (!s && desc) {
+		desc->next = o->pool;
+		o->pool = desc;
 	}
 	ulock_unlock(&os_lock);
+	arenas_unmap(rel);
+	if (!s)
+		errno = ENOMEM;
 	return s;
 }
 
@@ -328,25 +509,34 @@ void os_slab_free(struct slab *s)
 	size_t size = PAGE_SIZE << s->order;
 	struct arena *a = arena_of(s->base);
 	struct os_order *o = &orders[s->order];
-	uint64_t now = now_ms();
+	struct slab *v[OS_PURGE_BATCH];
+	struct arena *rel = NULL;
+	unsigned int n;
+	uint64_t now;
 
 	asan_unpoison(s->base, size);
 	ulock_lock(&os_lock);
+	/* Read under the lock, so every dirty list is in order of freed_ms. */
+	now = now_ms();
 	s->freelist = NULL;
 	s->nfree = s->bump = s->objects = 0;
 	/* Retained, newest first; purged when old or beyond the budget. */
 	s->state = SLAB_DIRTY;
 	s->freed_ms = now;
-	s->prev = &o->dirty;
-	s->next = o->dirty.next;
-	o->dirty.next->prev = s;
-	o->dirty.next = s;
+	list_add(s, &o->dirty);
 	dirty_bytes += size;
 	a->ndirty++;
-	purge_locked(now - uslab_opt.purge_delay_ms, (size_t)uslab_opt.retain_kb << 10);
-	if (--a->nused == 0 && o->narenas > 1)
-		arena_release(a);
+	a->nused--;
+	n = purge_due(v, now);
+	arena_check(a, &rel);
 	ulock_unlock(&os_lock);
+	if (n) {
+		purge_madvise(v, n);
+		ulock_lock(&os_lock);
+		purge_done(v, n, &rel);
+		ulock_unlock(&os_lock);
+	}
+	arenas_unmap(rel);
 }
 
 size_t os_dirty_bytes(void)
@@ -398,6 +588,21 @@ void os_fork_parent(void)
 
 void os_fork_child(void)
 {
+	/*
+	 * Purges other threads had in flight never finish here, and their
+	 * madvise may not have happened before the fork: dirty again, oldest.
+	 */
+	while (purging.next && purging.next != &purging) {
+		struct slab *s = purging.next;
+		struct arena *a = arena_of(s->base);
+
+		list_del(s);
+		list_add(s, orders[s->order].dirty.prev);
+		s->state = SLAB_DIRTY;
+		dirty_bytes += PAGE_SIZE << s->order;
+		a->ndirty++;
+		a->npurging--;
+	}
 	ulock_init(&os_lock);
 }
 
