@@ -1,8 +1,9 @@
 # Thin wrapper around CMake presets (CMakePresets.json). The two commands:
 #
 #   make test    install what is missing, check the formatting, then build
-#                and run every test in a release build, under ASan+UBSan and
-#                under TSan
+#                and run every test in a release build (and check the
+#                layering rule on its objects), under ASan+UBSan and under
+#                TSan
 #   make bench   install what is missing (peers, gnuplot), build the release
 #                benchmarks, run them and write bench/results/<date>/report.md
 #
@@ -30,6 +31,7 @@ test: deps format-check
 		echo "=== $$p"; \
 		cmake --preset $$p >/dev/null; \
 		cmake --build --preset $$p -j $(JOBS); \
+		if [ $$p = release ]; then scripts/check-layers build/release; fi; \
 		ctest --preset $$p -j $(JOBS); \
 	done
 

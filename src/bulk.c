@@ -28,8 +28,12 @@
 /* The owner counts its bulk calls; uslab_cache_stats() reads them racily. */
 static void count(unsigned long *calls, unsigned long *objs, size_t n)
 {
+#if USLAB_STATS
 	WRITE_ONCE(*calls, *calls + 1);
 	WRITE_ONCE(*objs, *objs + n);
+#else
+	(void)calls, (void)objs, (void)n;
+#endif
 }
 
 /* Take up to @n objects off main into @objs. Return: how many. */
@@ -90,7 +94,7 @@ static bool alloc_from_slabs(struct uslab_cache *c, size_t n, void **objs)
 	}
 	if (got == n)
 		return true;
-	cache_free_objects(c, objs, got, uslab_opt.lookahead);
+	cache_free_objects(c, objs, got, usl_opt.lookahead);
 	errno = ENOMEM;
 	return false;
 }
@@ -116,7 +120,7 @@ size_t uslab_priv_alloc_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 		k += take_main(p, n - k, objs + k);
 	if (k < n && !alloc_from_slabs(c, n - k, objs + k)) {
 		/* All or nothing: what came from sheaves goes back too. */
-		cache_free_objects(c, objs, k, uslab_opt.lookahead);
+		cache_free_objects(c, objs, k, usl_opt.lookahead);
 		thread_unlock_self();
 		return 0;
 	}
@@ -141,7 +145,7 @@ void uslab_priv_free_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 		return;
 	objs_poison(objs, n);
 	if (!c || !c->sheaf_capacity || !(p = pcs_self(c))) {
-		cache_free_objects(c, objs, n, uslab_opt.lookahead);
+		cache_free_objects(c, objs, n, usl_opt.lookahead);
 		gp_kick();
 		return;
 	}
@@ -154,7 +158,7 @@ void uslab_priv_free_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 			break;
 	}
 	if (i < n)
-		cache_free_objects(c, objs + i, n - i, uslab_opt.lookahead);
+		cache_free_objects(c, objs + i, n - i, usl_opt.lookahead);
 	count(&p->hot.free_bulk, &p->hot.free_bulk_objs, n);
 	thread_unlock_self();
 	gp_kick();
@@ -163,9 +167,10 @@ void uslab_priv_free_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 /* The exported functions: the same as the inline paths, then these. */
 size_t uslab_cache_alloc_bulk(struct uslab_cache *c, size_t n, void **objs)
 {
-	struct pcs *p = (struct pcs *)((char *)tls_pcs() + c->hot.pcs_off);
+	struct pcs *p = pcs_of(c);
 
-	if (n <= (size_t)(p->hot.top - p->hot.bottom)) {
+	/* n - 1: n == 0 goes to the slow path, which stores nothing. */
+	if (n - 1 < (size_t)(p->hot.top - p->hot.bottom)) {
 		take_main(p, n, objs);
 		count(&p->hot.alloc_bulk, &p->hot.alloc_bulk_objs, n);
 		objs_unpoison(c, objs, n);
@@ -179,8 +184,8 @@ void uslab_cache_free_bulk(struct uslab_cache *c, size_t n, void **objs)
 	struct pcs *p;
 
 	if (c && objs) {
-		p = (struct pcs *)((char *)tls_pcs() + c->hot.pcs_off);
-		if (n <= (size_t)(p->hot.limit - p->hot.top)) {
+		p = pcs_of(c);
+		if (n - 1 < (size_t)(p->hot.limit - p->hot.top)) {
 			objs_poison(objs, n);
 			push_main(p, n, objs);
 			count(&p->hot.free_bulk, &p->hot.free_bulk_objs, n);

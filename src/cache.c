@@ -94,28 +94,28 @@ static unsigned int calc_slab_order(unsigned int size, unsigned int min_order,
  */
 static int calculate_order(unsigned int size)
 {
-	unsigned int min_objects = uslab_opt.min_objects;
-	unsigned int max_order = uslab_opt.max_order;
+	unsigned int min_objects = usl_opt.min_objects;
+	unsigned int max_order = usl_opt.max_order;
 	unsigned int max_objects, min_order, order;
 
 	if (!min_objects)
-		min_objects = 4 * (fls_uint(uslab_opt.nr_cpus) + 1);
+		min_objects = 4 * (fls_uint(usl_opt.nr_cpus) + 1);
 	max_objects = (PAGE_SIZE << max_order) / size;
 	if (max_objects < 1)
 		max_objects = 1;
 	if (min_objects > max_objects)
 		min_objects = max_objects;
 	min_order = get_order((size_t)min_objects * size);
-	if (min_order < uslab_opt.min_order)
-		min_order = uslab_opt.min_order;
+	if (min_order < usl_opt.min_order)
+		min_order = usl_opt.min_order;
 	for (unsigned int fract = 16; fract > 1; fract /= 2) {
 		order = calc_slab_order(size, min_order, max_order, fract);
 		if (order <= max_order)
 			return order;
 	}
 	order = get_order(size);
-	if (order < uslab_opt.min_order)
-		order = uslab_opt.min_order;
+	if (order < usl_opt.min_order)
+		order = usl_opt.min_order;
 	return order <= SLAB_MAX_ORDER ? (int)order : -EINVAL;
 }
 
@@ -172,12 +172,11 @@ static int cache_setup(struct uslab_cache *c, const char *name, size_t size, siz
 	c->secret = random_secret();
 	c->min_partial = min_partial;
 	if (!c->min_partial)
-		c->min_partial = uslab_opt.min_partial;
+		c->min_partial = usl_opt.min_partial;
 	if (!c->min_partial)
 		c->min_partial = default_min_partial(c->size);
 	c->id = -1;
 	c->hot.pcs_off = 0;
-	barn_init(&c->barn, uslab_opt.barn_max_full, uslab_opt.barn_max_empty);
 	ulock_setup(&c->node.lock, LOCK_NODE);
 	c->node.partial.next = c->node.partial.prev = &c->node.partial;
 	return 0;
@@ -323,7 +322,7 @@ static void slab_discard(struct uslab_cache *c, struct slab *s, struct slab **re
 	n->nr_slabs--;
 	n->nr_objects -= s->objects;
 	n->nr_free -= s->objects;
-	n->ev[USLAB_STAT_SLAB_FREE]++;
+	node_stat(n, USLAB_STAT_SLAB_FREE);
 	s->state = SLAB_FREE;
 	s->next = *release;
 	*release = s;
@@ -342,15 +341,15 @@ static void slab_put_group(struct uslab_cache *c, struct detached_freelist *df,
 	unsigned int inuse = s->bump - s->nfree;
 
 	if (unlikely(df->cnt > inuse))
-		uslab_bug(c, df->head, "double free: %u objects freed to slab %p with %u in use",
-			  df->cnt, (void *)s->base, inuse);
+		usl_bug(c, df->head, "double free: %u objects freed to slab %p with %u in use",
+			df->cnt, (void *)s->base, inuse);
 	if (unlikely(s->freelist && df->tail == s->freelist))
-		uslab_bug(c, df->tail, "double free");
+		usl_bug(c, df->tail, "double free");
 	fp_set(c, df->tail, s->freelist);
 	s->freelist = df->head;
 	s->nfree += df->cnt;
 	n->nr_free += df->cnt;
-	n->ev[USLAB_STAT_FREE_GROUP]++;
+	node_stat(n, USLAB_STAT_FREE_GROUP);
 	if (s->state == SLAB_FULL) {
 		s->state = SLAB_PARTIAL;
 		partial_add_tail(n, s);
@@ -487,8 +486,8 @@ unsigned int cache_refill(struct uslab_cache *c, void **dst, unsigned int want)
 					       dst + lists[i].off);
 
 			if (unlikely(rest))
-				uslab_bug(c, rest, "freelist of slab %p longer than its count %u",
-					  (void *)lists[i].s->base, lists[i].cnt);
+				usl_bug(c, rest, "freelist of slab %p longer than its count %u",
+					(void *)lists[i].s->base, lists[i].cnt);
 		}
 		if (got == want || !exhausted)
 			continue;
@@ -502,7 +501,7 @@ unsigned int cache_refill(struct uslab_cache *c, void **dst, unsigned int want)
 		ulock_lock(&n->lock);
 		n->nr_slabs++;
 		n->nr_objects += s->objects;
-		n->ev[USLAB_STAT_SLAB_NEW]++;
+		node_stat(n, USLAB_STAT_SLAB_NEW);
 		if (s->bump < s->objects) {
 			n->nr_free += s->objects - s->bump;
 			s->state = SLAB_PARTIAL;
@@ -552,125 +551,120 @@ void cache_shrink_node(struct uslab_cache *c)
 	release_slabs(release);
 }
 
-/* ---------------------------------------------------------- public */
-
-struct uslab_cache *uslab_cache_create(const char *name, size_t size,
-				       const struct uslab_cache_args *args, unsigned int flags)
+/* Fold a thread's event counters into the node (the thread drains). */
+void cache_add_events(struct uslab_cache *c, const uint64_t *ev)
 {
-	static const struct uslab_cache_args defaults;
-	struct uslab_cache *c;
-	unsigned int cap;
+#if USLAB_STATS
+	ulock_lock(&c->node.lock);
+	for (int i = 0; i < USLAB_STAT_NR_ITEMS; i++)
+		c->node.ev[i] += ev[i];
+	ulock_unlock(&c->node.lock);
+#else
+	(void)c, (void)ev;
+#endif
+}
 
-	if (uslab_init())
-		return NULL;
-	if (!args)
-		args = &defaults;
-	if (!name || strlen(name) > USLAB_NAME_MAX || !size || size > USLAB_MAX_OBJECT_SIZE ||
-	    (flags & ~CACHE_PUBLIC_FLAGS) || (args->align & (args->align - 1)) ||
-	    args->align > USLAB_MAX_ALIGN) {
-		errno = EINVAL;
-		return NULL;
-	}
-	c = cache_alloc_direct(&cache_cache);
+/* The node's part of uslab_cache_stats(): slab counts and its events. */
+void cache_node_stats(struct uslab_cache *c, struct uslab_cache_stats *st)
+{
+	struct node *n = &c->node;
+
+	ulock_lock(&n->lock);
+	st->num_slabs = n->nr_slabs;
+	st->num_objs = n->nr_objects;
+	st->active_objs = n->nr_objects - n->nr_free;
+	st->active_slabs = n->nr_slabs - n->nr_empty;
+	st->partial_slabs = n->nr_partial;
+	for (int i = 0; i < USLAB_STAT_NR_ITEMS; i++)
+		st->events[i] = n->ev[i];
+	ulock_unlock(&n->lock);
+}
+
+/* ------------------------------------------------ descriptor, list */
+
+/*
+ * cache_new - a descriptor for a new cache, its layout computed. Not yet
+ * on the list of caches, no sheaves (cache_register() gives them).
+ * Return: the cache, or NULL with errno ENOMEM (no memory) or EINVAL (no
+ * slab order fits the object).
+ */
+struct uslab_cache *cache_new(const char *name, size_t size, size_t align, void (*ctor)(void *),
+			      unsigned int flags, unsigned int min_partial)
+{
+	struct uslab_cache *c = cache_alloc_direct(&cache_cache);
+
 	if (!c)
 		return NULL;
 	memset(c, 0, sizeof(*c));
-	if (cache_setup(c, name, size, args->align, args->ctor, flags, args->min_partial)) {
+	if (cache_setup(c, name, size, align, ctor, flags, min_partial)) {
 		cache_free_direct(&cache_cache, c);
 		errno = EINVAL;
 		return NULL;
 	}
-	cap = sheaf_capacity_for(c->size, args->sheaf_capacity);
+	return c;
+}
 
+/* Free the descriptor of a cache that is on no list and owns no slab. */
+void cache_delete(struct uslab_cache *c)
+{
+	USLAB_ASSERT(!c->node.nr_slabs && !c->nr_deferred);
+	cache_free_direct(&cache_cache, c);
+}
+
+/*
+ * cache_register - put @c on the list of caches; with @sheaf_capacity,
+ * give it an id (its pcs entry in every thread's table).
+ * Return: 0, or -ENOSPC when all USLAB_MAX_CACHES ids are taken.
+ */
+int cache_register(struct uslab_cache *c, unsigned int sheaf_capacity)
+{
 	ulock_lock(&caches_lock);
-	if (cap) {
+	if (sheaf_capacity) {
 		int id = id_alloc();
 
 		if (id < 0) {
 			ulock_unlock(&caches_lock);
-			cache_free_direct(&cache_cache, c);
-			errno = ENOSPC;
-			return NULL;
+			return -ENOSPC;
 		}
 		c->id = id;
 		c->hot.pcs_off = (size_t)id * sizeof(struct pcs);
-		c->sheaf_capacity = cap;
+		c->sheaf_capacity = sheaf_capacity;
 	}
 	cache_list_add(c);
 	ulock_unlock(&caches_lock);
-	if (flags & USLAB_TYPESAFE_BY_RCU)
-		gp_start(); /* its slabs will need it; on failure gp_kick() retries */
-	return c;
+	return 0;
 }
 
-int uslab_cache_destroy(struct uslab_cache *c)
+/* Take @c off the list and free its id. Under caches_lock. */
+void cache_unregister_locked(struct uslab_cache *c)
 {
-	struct node *n;
-	struct slab *release = NULL;
-	unsigned long live;
-
-	if (!c)
-		return 0;
-	n = &c->node;
-	ulock_lock(&caches_lock);
-	if (c->sheaf_capacity) {
-		thread_drain_cache(c);
-		barn_drain(c);
-	}
-	ulock_lock(&n->lock);
-	live = n->nr_objects - n->nr_free;
-	if (live) {
-		ulock_unlock(&n->lock);
-		ulock_unlock(&caches_lock);
-		uslab_warn("cache %s: %lu objects still allocated, not destroyed", c->name, live);
-		return -EBUSY;
-	}
-	/* Nothing is allocated, so every slab is on the partial list. */
-	while (n->partial.next != &n->partial)
-		slab_discard(c, n->partial.next, &release);
-	ulock_unlock(&n->lock);
-	release_slabs(release);
+	USLAB_ASSERT(ulock_held(&caches_lock));
 	if (c->id > 0)
 		id_free(c->id);
 	cache_list_del(c);
-	ulock_unlock(&caches_lock);
-	if (c->flags & USLAB_TYPESAFE_BY_RCU) {
-		uslab_rcu_barrier(); /* its slabs still name it until released */
-		if (__atomic_load_n(&c->nr_deferred, __ATOMIC_ACQUIRE)) {
-			/* Inside a read-side section: the barrier could not wait. */
-			uslab_warn("cache %s: %lu slabs still wait for a grace period; its "
-				   "descriptor is kept",
-				   c->name, c->nr_deferred);
-			return 0;
-		}
+}
+
+/*
+ * cache_release_all - give every slab of @c back (TYPESAFE_BY_RCU: after
+ * a grace period) if no object is allocated.
+ * Return: 0, or the number of objects still allocated (nothing done).
+ */
+unsigned long cache_release_all(struct uslab_cache *c)
+{
+	struct node *n = &c->node;
+	struct slab *release = NULL;
+	unsigned long live;
+
+	ulock_lock(&n->lock);
+	live = n->nr_objects - n->nr_free;
+	if (!live) {
+		/* Nothing is allocated, so every slab is on the partial list. */
+		while (n->partial.next != &n->partial)
+			slab_discard(c, n->partial.next, &release);
 	}
-	cache_free_direct(&cache_cache, c);
-	os_purge();
-	return 0;
-}
-
-int uslab_cache_shrink(struct uslab_cache *c)
-{
-	if (!c)
-		return -EINVAL;
-	if (c->sheaf_capacity) {
-		sheaf_flush_self(c);
-		barn_drain(c);
-	}
-	cache_shrink_node(c);
-	os_purge();
-	gp_kick();
-	return 0;
-}
-
-const char *uslab_cache_name(const struct uslab_cache *c)
-{
-	return c ? c->name : NULL;
-}
-
-size_t uslab_cache_size(const struct uslab_cache *c)
-{
-	return c ? c->object_size : 0;
+	ulock_unlock(&n->lock);
+	release_slabs(release);
+	return live;
 }
 
 /* ------------------------------------------------------------ fork */

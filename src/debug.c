@@ -22,7 +22,7 @@ static void write_line(const char *buf, int len)
 		return;
 }
 
-void uslab_bug(const struct uslab_cache *c, const void *addr, const char *fmt, ...)
+void usl_bug(const struct uslab_cache *c, const void *addr, const char *fmt, ...)
 {
 	char buf[512];
 	int len;
@@ -42,7 +42,7 @@ void uslab_bug(const struct uslab_cache *c, const void *addr, const char *fmt, .
 	abort();
 }
 
-void uslab_warn(const char *fmt, ...)
+void usl_warn(const char *fmt, ...)
 {
 	char buf[512];
 	int len;

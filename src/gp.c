@@ -179,7 +179,7 @@ static void gp_round(bool scan, bool all)
 static void *monitor_main(void *arg)
 {
 	const struct gp_client *cl;
-	uint64_t next_scan = now_ms() + uslab_opt.rcu_drain_ms;
+	uint64_t next_scan = now_ms() + usl_opt.rcu_drain_ms;
 
 	(void)arg;
 	bool idle = true;
@@ -202,7 +202,7 @@ static void *monitor_main(void *arg)
 		}
 		scan = barrier || now >= next_scan;
 		if (scan)
-			next_scan = now + uslab_opt.rcu_drain_ms;
+			next_scan = now + usl_opt.rcu_drain_ms;
 		mutex_lock_ranked(&G.round_lock, LOCK_GP_ROUND);
 		gp_round(scan, barrier);
 		mutex_unlock_ranked(&G.round_lock, LOCK_GP_ROUND);

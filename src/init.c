@@ -63,6 +63,8 @@ static void do_init(void)
 	if (!err)
 		err = sheaf_bootstrap();
 	if (!err)
+		err = pcs_bootstrap();
+	if (!err)
 		err = thread_init();
 	if (!err)
 		rcu_init();
@@ -72,7 +74,7 @@ static void do_init(void)
 }
 
 /* Return: 0, or -1 with errno set when the library cannot start. */
-int uslab_init(void)
+int usl_init(void)
 {
 	pthread_once(&init_once, do_init);
 	if (unlikely(init_error)) {

@@ -1,17 +1,42 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * internal.h - declarations shared between uslab's layers, grouped by the
- * file that owns them. Layers, bottom up (each uses only those above it in
- * this list; debug, stats and options are services anyone may call):
+ * file that owns them, in layer order.
  *
- *   os.c      arenas, the address registry, memory back to the OS
- *   slab.c    one slab: free pointers, carving, detached freelists
- *   cache.c   struct uslab_cache, node partial list, refill and flush
- *   barn.c    per-cache depot of full and empty sheaves
- *   sheaf.c   per-thread sheaves: the fast path and its slow paths
- *   thread.c  per-thread state, thread exit, draining for destroy
- *   rcu.c     freeing after a grace period, TYPESAFE_BY_RCU slab release
- *   init.c    library start-up, fork
+ * THE LAYERING RULE. A file calls only functions of its own layer and of
+ * the layers listed before it. Layers, bottom up:
+ *
+ *   1  os         os.c        arenas, the address registry, memory to the OS
+ *   2  slab       slab.c      one slab: free pointers, carving, freelists
+ *   3  cache      cache.c     struct uslab_cache: layout, node partial list,
+ *                             refill and flush in batches, list of caches
+ *   4  gp         gp.c        grace-period engine: the monitor thread,
+ *                             slabs released after a grace period
+ *   5  sheaf      sheaf.c     the sheaf object: alloc, free, flush
+ *   6  barn       barn.c      a cache's depot of full and empty sheaves
+ *   7  pcs        pcs.c       per-thread sheaves: fast paths, slow paths
+ *      thread     thread.c    per-thread tables, thread exit, draining
+ *                             (pcs.c and thread.c are one layer)
+ *   8  bulk       bulk.c      arrays of objects in and out
+ *   9  rcu        rcu.c       kfree_rcu front end: blocks of pointers
+ *  10  magazine   magazine.c  caller-owned caches and free batches
+ *  11  lifecycle  lifecycle.c create, destroy, shrink, stats: orchestrates
+ *  12  init       init.c      start-up, fork handlers: wires every layer
+ *
+ * Services any layer may call: debug.c (usl_bug, usl_warn, assertions),
+ * options.c (usl_opt), stats.c (counter names), lock.c (the lock and its
+ * order check, src/lock.h); and usl_init(), the lazy start-up that the
+ * first slow path of any layer may trigger.
+ *
+ * Exceptions, each the one way a lower layer reaches a higher one:
+ *   cache.c -> gp.c    gp_defer_slabs(): the lock-free hand-off of
+ *                      TYPESAFE_BY_RCU slabs (any lock may be held)
+ *   gp.c -> rcu.c      the hooks of struct gp_client, registered by rcu.c
+ *                      at start-up (called through pointers)
+ *   cache.c            its fork handlers lock and reset the barn lock of
+ *                      every cache (the list of caches is cache.c's)
+ * scripts/check-layers checks the rule on the built objects (nm): run it
+ * after `make build`; `make test` runs it.
  *
  * doc/design.md has the picture. The lock order is in src/lock.h (one
  * copy; USLAB_CHECKS builds check it at every acquisition).
@@ -36,7 +61,27 @@
 #define ALIGN_DOWN(x, a) ((x) & ~((__typeof__(x))(a)-1))
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define CACHELINE 64
-#define __cacheline_aligned __attribute__((aligned(CACHELINE)))
+#define CACHELINE_ALIGNED __attribute__((aligned(CACHELINE)))
+
+/* Slow-path event counters (CMake option USLAB_STATS, stats.c). */
+#ifndef USLAB_STATS
+#define USLAB_STATS 1
+#endif
+
+/*
+ * USLAB_ASSERT - an invariant stated in a comment, checked in USLAB_CHECKS
+ * builds (Debug, ASan, TSan) and compiled away in release builds.
+ */
+#ifdef USLAB_CHECKS
+#define USLAB_ASSERT(cond)                                                                   \
+	do {                                                                                 \
+		if (unlikely(!(cond)))                                                       \
+			usl_bug(NULL, NULL, "assertion failed: %s (%s:%d)", #cond, __FILE__, \
+				__LINE__);                                                   \
+	} while (0)
+#else
+#define USLAB_ASSERT(cond) ((void)sizeof(!(cond)))
+#endif
 
 #define READ_ONCE(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define WRITE_ONCE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
@@ -170,8 +215,8 @@ struct uslab_cache {
 	struct uslab_cache *next, *prev; /* list of all caches */
 	char name[USLAB_NAME_MAX + 1];
 
-	struct barn barn __cacheline_aligned;
-	struct node node __cacheline_aligned;
+	struct barn barn CACHELINE_ALIGNED;
+	struct node node CACHELINE_ALIGNED;
 };
 
 INTERNAL extern struct ulock caches_lock;
@@ -186,107 +231,22 @@ INTERNAL void cache_fork_parent(void);
 INTERNAL void cache_fork_child(void);
 INTERNAL void cache_shrink_node(struct uslab_cache *c);
 INTERNAL unsigned long cache_release_slabs_now(struct slab *s);
+INTERNAL struct uslab_cache *cache_new(const char *name, size_t size, size_t align,
+				       void (*ctor)(void *), unsigned int flags,
+				       unsigned int min_partial);
+INTERNAL void cache_delete(struct uslab_cache *c);
+INTERNAL int cache_register(struct uslab_cache *c, unsigned int sheaf_capacity);
+INTERNAL void cache_unregister_locked(struct uslab_cache *c);
+INTERNAL unsigned long cache_release_all(struct uslab_cache *c);
+INTERNAL void cache_add_events(struct uslab_cache *c, const uint64_t *ev);
+INTERNAL void cache_node_stats(struct uslab_cache *c, struct uslab_cache_stats *st);
 
-/* ------------------------------------------------------------ sheaf.c */
-
-struct sheaf {
-	struct sheaf *next;	  /* barn stack link */
-	const struct pcs *filler; /* who put it in the barn full */
-	uint32_t size;		  /* objects held, when not a thread's main */
-	uint32_t capacity;
-	void *objs[];
-};
-
-/*
- * struct pcs - one thread's sheaves for one cache: two cache lines in the
- * thread's table at offset cache->hot.pcs_off, the fast paths touching the
- * first only. The main sheaf is described by
- * three pointers so the fast path is a compare and a load or store:
- * objects are [bottom, top), room up to limit. All NULL (the state of
- * every entry of a thread that has not started, and of caches without
- * sheaves) sends both fast paths to their slow paths.
- */
-struct pcs {
-	/* First line: the fast paths (uslab/fastpath.h) and bulk counters. */
-	struct uslab_priv_pcs hot;
-	struct sheaf *main;
-	/* Second line: the slow paths. */
-	struct sheaf *spare;	   /* NULL, or an empty or full sheaf */
-	struct uslab_cache *cache; /* owner of the sheaves, NULL if unused */
-	struct pcs_events *events; /* slow-path counters, lazily allocated */
-} __cacheline_aligned;
-
-_Static_assert(sizeof(struct uslab_priv_pcs) + sizeof(void *) == CACHELINE,
-	       "the fast path's fields fill the first cache line of a pcs");
-
-struct pcs_events {
-	uint64_t ev[USLAB_STAT_NR_ITEMS];
-};
-
-/* Sheaf sizes: 16-byte header plus a power-of-two-minus-header array. */
-#define SHEAF_CLASSES 7
-INTERNAL extern const unsigned int sheaf_caps[SHEAF_CLASSES];
-INTERNAL extern struct uslab_cache *sheaf_caches[SHEAF_CLASSES];
-INTERNAL extern struct uslab_cache *events_cache;
-INTERNAL unsigned int sheaf_capacity_for(unsigned int size, unsigned int requested);
-INTERNAL struct sheaf *sheaf_alloc(struct uslab_cache *c);
-INTERNAL void sheaf_free(struct uslab_cache *c, struct sheaf *sh);
-INTERNAL void sheaf_flush(struct uslab_cache *c, struct sheaf *sh);
-INTERNAL int sheaf_bootstrap(void);
-INTERNAL void pcs_drain(struct pcs *p);
-INTERNAL struct pcs *pcs_self(const struct uslab_cache *c);
-INTERNAL bool pcs_refill_main(struct uslab_cache *c, struct pcs *p, bool from_slabs);
-INTERNAL bool pcs_make_room(struct uslab_cache *c, struct pcs *p, bool may_flush);
-INTERNAL void sheaf_flush_self(struct uslab_cache *c);
-INTERNAL void pcs_bump(struct pcs *p, enum uslab_stat_item item, uint64_t n);
-
-/* ------------------------------------------------------------- bulk.c */
-
-/*
- * Whether @objs[0..n) holds a NULL: four entries per step, branch-free, so
- * a bulk push without holes can be a memcpy (bulk.c, magazine.c).
- */
-static inline bool ptrs_any_null(void *const *objs, size_t n)
-{
-	size_t i = 0;
-	bool z = false;
-
-	for (; i + 4 <= n; i += 4)
-		z |= !objs[i] | !objs[i + 1] | !objs[i + 2] | !objs[i + 3];
-	for (; i < n; i++)
-		z |= !objs[i];
-	return z;
-}
-
-/* ------------------------------------------------------------- barn.c */
-
-INTERNAL void barn_init(struct barn *b, unsigned int max_full, unsigned int max_empty);
-INTERNAL struct sheaf *barn_replace_empty(struct barn *b, struct sheaf **empty);
-INTERNAL struct sheaf *barn_replace_full(struct barn *b, struct sheaf *full, bool *taken);
-INTERNAL struct sheaf *barn_get_empty(struct barn *b);
-INTERNAL bool barn_put_empty(struct barn *b, struct sheaf *empty);
-INTERNAL bool barn_put_full(struct barn *b, struct sheaf *full);
-INTERNAL void barn_drain(struct uslab_cache *c);
-INTERNAL void barn_counts(struct barn *b, unsigned long *full, unsigned long *empty);
-
-/* ----------------------------------------------------------- thread.c */
-
-/* This thread's table (uslab_priv_pcs_table, exported for the inline path). */
-static inline struct pcs *tls_pcs(void)
-{
-	return (struct pcs *)(void *)uslab_priv_pcs_table;
-}
-INTERNAL struct pcs *thread_pcs(void);
-INTERNAL struct pcs *thread_pcs_if_started(void);
-INTERNAL void thread_note_id(int id);
-INTERNAL void thread_lock_self(void);
-INTERNAL void thread_unlock_self(void);
-INTERNAL void thread_drain_cache(struct uslab_cache *c);
-INTERNAL void thread_sum_events(const struct uslab_cache *c, uint64_t *ev);
-INTERNAL int thread_init(void);
-INTERNAL void thread_fork_prepare(void);
-INTERNAL void thread_fork_parent(void);
-INTERNAL void thread_fork_child(void);
+/* Count one event of the node, under its lock; nothing without USLAB_STATS. */
+#if USLAB_STATS
+#define node_stat(n, item) ((n)->ev[item]++)
+#else
+#define node_stat(n, item) ((void)(n), (void)(item))
+#endif
 
 /* -------------------------------------------------------------- gp.c */
 
@@ -329,6 +289,120 @@ INTERNAL void gp_fork_parent(void);
 INTERNAL void gp_fork_parent_early(void);
 INTERNAL void gp_fork_child(void);
 
+/* ------------------------------------------------------------ sheaf.c */
+
+struct pcs;
+
+struct sheaf {
+	struct sheaf *next;	  /* barn stack link */
+	const struct pcs *filler; /* who put it in the barn full */
+	uint32_t size;		  /* objects held, when not a thread's main */
+	uint32_t capacity;
+	void *objs[];
+};
+
+/* Sheaf sizes: 16-byte header plus a power-of-two-minus-header array. */
+#define SHEAF_CLASSES 7
+INTERNAL extern const unsigned int sheaf_caps[SHEAF_CLASSES];
+INTERNAL extern struct uslab_cache *sheaf_caches[SHEAF_CLASSES];
+INTERNAL int sheaf_bootstrap(void);
+INTERNAL unsigned int sheaf_capacity_for(unsigned int size, unsigned int requested);
+INTERNAL struct sheaf *sheaf_alloc(struct uslab_cache *c);
+INTERNAL void sheaf_free(struct uslab_cache *c, struct sheaf *sh);
+INTERNAL void sheaf_flush(struct uslab_cache *c, struct sheaf *sh);
+INTERNAL void sheaf_prefetch(struct sheaf *sh);
+
+/* ------------------------------------------------------------- barn.c */
+
+INTERNAL void barn_init(struct barn *b, unsigned int max_full, unsigned int max_empty);
+INTERNAL struct sheaf *barn_replace_empty(struct barn *b, struct sheaf **empty);
+INTERNAL struct sheaf *barn_replace_full(struct barn *b, struct sheaf *full, bool *taken);
+INTERNAL struct sheaf *barn_get_empty(struct barn *b);
+INTERNAL bool barn_put_empty(struct barn *b, struct sheaf *empty);
+INTERNAL bool barn_put_full(struct barn *b, struct sheaf *full);
+INTERNAL void barn_drain(struct uslab_cache *c);
+INTERNAL void barn_counts(struct barn *b, unsigned long *full, unsigned long *empty);
+
+/* ---------------------------------------------------- pcs.c, thread.c */
+
+/*
+ * struct pcs - one thread's sheaves for one cache: two cache lines in the
+ * thread's table at offset cache->hot.pcs_off, the fast paths touching the
+ * first only. The main sheaf is described by three pointers so the fast
+ * path is a compare and a load or store: objects are [bottom, top), room
+ * up to limit. All NULL (the state of every entry of a thread that has not
+ * started, and of caches without sheaves) sends both fast paths to their
+ * slow paths.
+ */
+struct pcs {
+	/* First line: the fast paths (uslab/fastpath.h) and bulk counters. */
+	struct uslab_priv_pcs hot;
+	struct sheaf *main;
+	/* Second line: the slow paths. */
+	struct sheaf *spare;	   /* NULL, or an empty or full sheaf */
+	struct uslab_cache *cache; /* owner of the sheaves, NULL if unused */
+	struct pcs_events *events; /* slow-path counters, lazily allocated */
+} CACHELINE_ALIGNED;
+
+_Static_assert(sizeof(struct uslab_priv_pcs) + sizeof(void *) == CACHELINE,
+	       "the fast path's fields fill the first cache line of a pcs");
+_Static_assert(sizeof(struct pcs) == 2 * CACHELINE, "a pcs is two cache lines");
+
+struct pcs_events {
+	uint64_t ev[USLAB_STAT_NR_ITEMS];
+};
+
+/*
+ * pcs_of - the calling thread's pcs of @c: in its own table, or in the
+ * zero table shared by threads without state, where both fast paths see
+ * no room and go to their slow paths. Never write through it before
+ * pcs_self() or a slow path has started the thread.
+ */
+static inline struct pcs *pcs_of(const struct uslab_cache *c)
+{
+	return (struct pcs *)(void *)(uslab_priv_pcs_table + c->hot.pcs_off);
+}
+
+INTERNAL extern struct uslab_cache *events_cache;
+INTERNAL int pcs_bootstrap(void);
+INTERNAL struct pcs *pcs_self(const struct uslab_cache *c);
+INTERNAL bool pcs_refill_main(struct uslab_cache *c, struct pcs *p, bool from_slabs);
+INTERNAL bool pcs_make_room(struct uslab_cache *c, struct pcs *p, bool may_flush);
+INTERNAL void pcs_drain(struct pcs *p);
+INTERNAL void pcs_flush_self(struct uslab_cache *c);
+INTERNAL void pcs_stat(struct pcs *p, enum uslab_stat_item item, uint64_t n);
+INTERNAL void pcs_events_sum(const struct pcs *p, uint64_t *ev);
+
+INTERNAL int thread_start_self(void);
+INTERNAL bool thread_started(void);
+INTERNAL void thread_note_id(int id);
+INTERNAL void thread_lock_self(void);
+INTERNAL void thread_unlock_self(void);
+INTERNAL void thread_drain_cache(struct uslab_cache *c);
+INTERNAL void thread_sum_events(const struct uslab_cache *c, uint64_t *ev);
+INTERNAL int thread_init(void);
+INTERNAL void thread_fork_prepare(void);
+INTERNAL void thread_fork_parent(void);
+INTERNAL void thread_fork_child(void);
+
+/* ------------------------------------------------------------- bulk.c */
+
+/*
+ * Whether @objs[0..n) holds a NULL: four entries per step, branch-free, so
+ * a bulk push without holes can be a memcpy (bulk.c, magazine.c).
+ */
+static inline bool ptrs_any_null(void *const *objs, size_t n)
+{
+	size_t i = 0;
+	bool z = false;
+
+	for (; i + 4 <= n; i += 4)
+		z |= !objs[i] | !objs[i + 1] | !objs[i + 2] | !objs[i + 3];
+	for (; i < n; i++)
+		z |= !objs[i];
+	return z;
+}
+
 /* ------------------------------------------------------------- rcu.c */
 
 INTERNAL void rcu_init(void);
@@ -339,7 +413,7 @@ INTERNAL extern int rcu_fault_inject;
 
 /* ------------------------------------------------------------ init.c */
 
-INTERNAL int uslab_init(void);
+INTERNAL int usl_init(void);
 
 /* ---------------------------------------------------------- options.c */
 
@@ -362,26 +436,21 @@ struct uslab_options {
 	unsigned int nr_cpus;
 };
 
-INTERNAL extern struct uslab_options uslab_opt;
+INTERNAL extern struct uslab_options usl_opt;
 INTERNAL void options_init(void);
 
 /* ------------------------------------------------------------ debug.c */
 
 INTERNAL __attribute__((noreturn, format(printf, 3, 4))) void
-uslab_bug(const struct uslab_cache *c, const void *addr, const char *fmt, ...);
-INTERNAL __attribute__((format(printf, 1, 2))) void uslab_warn(const char *fmt, ...);
+usl_bug(const struct uslab_cache *c, const void *addr, const char *fmt, ...);
+INTERNAL __attribute__((format(printf, 1, 2))) void usl_warn(const char *fmt, ...);
 
-#if defined(__SANITIZE_ADDRESS__)
+#ifdef USLAB_PRIV_ASAN /* <uslab/fastpath.h> detects sanitizers */
 #define USLAB_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define USLAB_ASAN 1
-#endif
 #endif
 
 #ifdef USLAB_ASAN
-void __asan_poison_memory_region(void const volatile *addr, size_t size);
-void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
+#include <sanitizer/asan_interface.h>
 #define asan_poison(p, n) __asan_poison_memory_region((p), (n))
 #define asan_unpoison(p, n) __asan_unpoison_memory_region((p), (n))
 #define NO_SANITIZE_ADDRESS __attribute__((no_sanitize_address))
@@ -426,11 +495,5 @@ static inline void objs_unpoison(const struct uslab_cache *c, void *const *objs,
 	(void)c, (void)objs, (void)n;
 #endif
 }
-
-/* ------------------------------------------------------------ stats.c */
-
-#ifndef USLAB_STATS
-#define USLAB_STATS 1
-#endif
 
 #endif /* USLAB_INTERNAL_H */

@@ -33,8 +33,7 @@ static inline bool list_empty(const struct list_node *head)
 	return head->next == head;
 }
 
-static inline void list_insert(struct list_node *n, struct list_node *prev,
-			       struct list_node *next)
+static inline void list_insert(struct list_node *n, struct list_node *prev, struct list_node *next)
 {
 	n->next = next;
 	n->prev = prev;

@@ -45,7 +45,7 @@ void lockdep_acquire(unsigned int rank)
 		return;
 	for (unsigned int r = rank + 1; r < LOCK_NR_RANKS; r++) {
 		if (held[r]) {
-			/* Not uslab_bug(): lock.c sits below debug.c. */
+			/* Not usl_bug(): lock.c sits below debug.c. */
 			len = snprintf(msg, sizeof(msg),
 				       "uslab: BUG -: lock of rank %u taken while holding rank %u "
 				       "(src/lock.h has the order)\n",

@@ -12,7 +12,7 @@
 
 #include "internal.h"
 
-struct uslab_options uslab_opt;
+struct uslab_options usl_opt;
 
 static const struct option_row {
 	const char *env;
@@ -20,35 +20,35 @@ static const struct option_row {
 	unsigned int def, min, max;
 	const char *what;
 } options[] = {
-	{ "USLAB_MIN_OBJECTS", &uslab_opt.min_objects, 0, 0, 65535,
+	{ "USLAB_MIN_OBJECTS", &usl_opt.min_objects, 0, 0, 65535,
 	  "objects per slab at least (0: 4 * (fls(nr_cpus) + 1), as SLUB)" },
-	{ "USLAB_MIN_ORDER", &uslab_opt.min_order, 2, 0, SLAB_MAX_ORDER,
+	{ "USLAB_MIN_ORDER", &usl_opt.min_order, 2, 0, SLAB_MAX_ORDER,
 	  "smallest slab order (SLUB: 0; 2 amortises per-slab work, doc/tuning.md)" },
-	{ "USLAB_MAX_ORDER", &uslab_opt.max_order, 3, 0, SLAB_MAX_ORDER,
+	{ "USLAB_MAX_ORDER", &usl_opt.max_order, 3, 0, SLAB_MAX_ORDER,
 	  "largest slab order chosen for the min_objects rule" },
-	{ "USLAB_MIN_PARTIAL", &uslab_opt.min_partial, 0, 0, 1000,
+	{ "USLAB_MIN_PARTIAL", &usl_opt.min_partial, 0, 0, 1000,
 	  "empty slabs kept per cache (0: 5..10 by size, as SLUB)" },
-	{ "USLAB_SHEAF_CAPACITY", &uslab_opt.sheaf_capacity, 0, 0, 254,
+	{ "USLAB_SHEAF_CAPACITY", &usl_opt.sheaf_capacity, 0, 0, 254,
 	  "objects per sheaf for every cache (0: from USLAB_SHEAF_BYTES; 1: none)" },
-	{ "USLAB_SHEAF_BYTES", &uslab_opt.sheaf_bytes, 32768, 64, 1u << 24,
+	{ "USLAB_SHEAF_BYTES", &usl_opt.sheaf_bytes, 32768, 64, 1u << 24,
 	  "bytes of objects a default sheaf holds (capacity 2..126)" },
-	{ "USLAB_BARN_MAX_FULL", &uslab_opt.barn_max_full, 10, 0, 100000,
+	{ "USLAB_BARN_MAX_FULL", &usl_opt.barn_max_full, 10, 0, 100000,
 	  "full sheaves a barn keeps" },
-	{ "USLAB_BARN_MAX_EMPTY", &uslab_opt.barn_max_empty, 10, 0, 100000,
+	{ "USLAB_BARN_MAX_EMPTY", &usl_opt.barn_max_empty, 10, 0, 100000,
 	  "empty sheaves a barn keeps" },
-	{ "USLAB_LOOKAHEAD", &uslab_opt.lookahead, 3, 0, 1024,
+	{ "USLAB_LOOKAHEAD", &usl_opt.lookahead, 3, 0, 1024,
 	  "detached freelist look-ahead when flushing (seed: 3)" },
-	{ "USLAB_PURGE_DELAY_MS", &uslab_opt.purge_delay_ms, 10, 0, 3600000,
+	{ "USLAB_PURGE_DELAY_MS", &usl_opt.purge_delay_ms, 10, 0, 3600000,
 	  "milliseconds a freed slab's pages stay resident for reuse" },
-	{ "USLAB_RETAIN_KB", &uslab_opt.retain_kb, 65536, 0, 1u << 30,
+	{ "USLAB_RETAIN_KB", &usl_opt.retain_kb, 65536, 0, 1u << 30,
 	  "KiB of freed slab pages kept resident at most" },
-	{ "USLAB_PREFETCH", &uslab_opt.prefetch, 254, 0, 254,
+	{ "USLAB_PREFETCH", &usl_opt.prefetch, 254, 0, 254,
 	  "objects of a sheaf taken from the barn prefetched for writing" },
-	{ "USLAB_RCU_DRAIN_MS", &uslab_opt.rcu_drain_ms, 20, 1, 60000,
+	{ "USLAB_RCU_DRAIN_MS", &usl_opt.rcu_drain_ms, 20, 1, 60000,
 	  "milliseconds a partly filled block of deferred frees may wait" },
-	{ "USLAB_RCU_BATCH_BLOCKS", &uslab_opt.rcu_batch_blocks, 64, 1, 4096,
+	{ "USLAB_RCU_BATCH_BLOCKS", &usl_opt.rcu_batch_blocks, 64, 1, 4096,
 	  "full blocks (509 objects each) queued that wake the monitor" },
-	{ "USLAB_RCU_MAX_INFLIGHT", &uslab_opt.rcu_max_inflight, 256, 16, 1u << 24,
+	{ "USLAB_RCU_MAX_INFLIGHT", &usl_opt.rcu_max_inflight, 256, 16, 1u << 24,
 	  "blocks waiting for a grace period before uslab_free_rcu() waits" },
 };
 
@@ -56,7 +56,7 @@ void options_init(void)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_CONF);
 
-	uslab_opt.nr_cpus = cpus > 0 ? (unsigned int)cpus : 1;
+	usl_opt.nr_cpus = cpus > 0 ? (unsigned int)cpus : 1;
 	for (size_t i = 0; i < ARRAY_SIZE(options); i++) {
 		const struct option_row *o = &options[i];
 		const char *s = getenv(o->env);
@@ -69,8 +69,8 @@ void options_init(void)
 		errno = 0;
 		v = strtoul(s, &end, 0);
 		if (errno || *end || v < o->min || v > o->max) {
-			uslab_warn("%s=%s ignored: want %u..%u (%s)", o->env, s, o->min, o->max,
-				   o->what);
+			usl_warn("%s=%s ignored: want %u..%u (%s)", o->env, s, o->min, o->max,
+				 o->what);
 			continue;
 		}
 		*o->var = (unsigned int)v;

@@ -361,10 +361,10 @@ static unsigned int purge_pick(struct slab **v, unsigned int max, size_t max_byt
 /* What an os_slab_alloc/free call purges: a bounded batch of due slots. */
 static unsigned int purge_due(struct slab **v, uint64_t now)
 {
-	uint64_t delay = uslab_opt.purge_delay_ms;
+	uint64_t delay = usl_opt.purge_delay_ms;
 
 	return purge_pick(v, OS_PURGE_BATCH, PURGE_BATCH_BYTES, now > delay ? now - delay : 0,
-			  (size_t)uslab_opt.retain_kb << 10);
+			  (size_t)usl_opt.retain_kb << 10);
 }
 
 /*

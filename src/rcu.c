@@ -147,7 +147,7 @@ int rcu_fault_inject;
 static struct {
 	atomic_ulong queued, freed, batches, blocks, emergency, sync, reserve, leaked, throttled;
 } S;
-#define bump(f, v) atomic_fetch_add_explicit(&S.f, (v), memory_order_relaxed)
+#define rstat(f, v) atomic_fetch_add_explicit(&S.f, (v), memory_order_relaxed)
 
 /* ------------------------------------------------------------ blocks */
 
@@ -242,14 +242,14 @@ static void block_publish(struct rcu_block *b)
 	struct rcu_block *head = atomic_load_explicit(&R.queue, memory_order_relaxed);
 
 	b->start = old;
-	bump(queued, __atomic_load_n(&b->n, __ATOMIC_RELAXED) - old);
+	rstat(queued, __atomic_load_n(&b->n, __ATOMIC_RELAXED) - old);
 	/* Counted before it is visible: the monitor may free it before we return. */
 	atomic_fetch_add_explicit(&R.inflight, 1, memory_order_relaxed);
 	do
 		b->next = head;
 	while (!atomic_compare_exchange_weak_explicit(&R.queue, &head, b, memory_order_release,
 						      memory_order_relaxed));
-	if (atomic_fetch_add(&R.queued_blocks, 1) + 1 >= uslab_opt.rcu_batch_blocks)
+	if (atomic_fetch_add(&R.queued_blocks, 1) + 1 >= usl_opt.rcu_batch_blocks)
 		gp_wake();
 }
 
@@ -273,13 +273,13 @@ static void drain_heads(struct rcu_head *h)
 		objs[n++] = head_object(h);
 		if (n == ARRAY_SIZE(objs)) {
 			uslab_cache_free_bulk(NULL, n, objs);
-			bump(freed, n);
+			rstat(freed, n);
 			n = 0;
 		}
 		h = next;
 	}
 	uslab_cache_free_bulk(NULL, n, objs);
-	bump(freed, n);
+	rstat(freed, n);
 }
 
 /* After the grace period: free every object of a batch, recycle its blocks. */
@@ -290,7 +290,7 @@ static void drain_batch(struct rcu_block *batch, unsigned long nb)
 
 		next = b->next;
 		uslab_cache_free_bulk(NULL, n - b->start, b->ptrs + b->start);
-		bump(freed, n - b->start);
+		rstat(freed, n - b->start);
 		block_put(b);
 	}
 	atomic_fetch_sub(&R.inflight, nb); /* gp.c wakes throttled threads */
@@ -327,7 +327,7 @@ static struct rcu_block *steal(struct rcu_tls *t, bool all)
 		return NULL;
 	}
 	__atomic_store_n(&dst->n, n - tk, __ATOMIC_RELAXED);
-	bump(queued, n - tk);
+	rstat(queued, n - tk);
 	t->seen = NULL;
 	atomic_fetch_add_explicit(&R.inflight, 1, memory_order_relaxed);
 	return dst;
@@ -388,8 +388,8 @@ static void *rcu_gather(bool scan, bool all)
 		atomic_fetch_sub(&R.queued_blocks, nq);
 	if (!batch.blocks && !batch.heads)
 		return NULL;
-	bump(blocks, batch.nb);
-	bump(batches, 1);
+	rstat(blocks, batch.nb);
+	rstat(batches, 1);
 	return &batch;
 }
 
@@ -450,7 +450,7 @@ static void rcu_init_once(void)
  */
 static int rcu_thread_start(void)
 {
-	if (uslab_init())
+	if (usl_init())
 		return -1;
 	pthread_once(&rcu_once, rcu_init_once);
 	if (rt.exited || !R.key_ok || gp_start())
@@ -468,7 +468,7 @@ static int rcu_thread_start(void)
 
 static bool inflight_below_max(void)
 {
-	return atomic_load(&R.inflight) < uslab_opt.rcu_max_inflight;
+	return atomic_load(&R.inflight) < usl_opt.rcu_max_inflight;
 }
 
 /* Wait while too many blocks are in flight (outside read-side sections). */
@@ -476,7 +476,7 @@ static void throttle(void)
 {
 	if (likely(inflight_below_max()) || gp_read_ongoing())
 		return;
-	bump(throttled, 1);
+	rstat(throttled, 1);
 	gp_wait_until(inflight_below_max);
 }
 
@@ -521,7 +521,7 @@ static __attribute__((noinline)) void free_rcu_slow(void *obj, struct rcu_head *
 
 	if (unlikely(!__atomic_load_n(&rt.listed, __ATOMIC_RELAXED)) && rcu_thread_start()) {
 		if (rt.exited && gp_start() == 0 && orphan_free(obj)) {
-			bump(queued, 1);
+			rstat(queued, 1);
 			return;
 		}
 		b = NULL;
@@ -537,7 +537,7 @@ static __attribute__((noinline)) void free_rcu_slow(void *obj, struct rcu_head *
 	if (!b && !head && gp_read_ongoing()) {
 		b = block_get(FROM_RESERVE);
 		if (b)
-			bump(reserve, 1);
+			rstat(reserve, 1);
 	}
 	if (b) {
 		b->ptrs[0] = obj;
@@ -551,9 +551,9 @@ no_block:
 		bool wake;
 
 		if (unlikely(head_object(head) != obj))
-			uslab_bug(NULL, head,
-				  "uslab_free_rcu_head: rcu_head %p is not inside object %p",
-				  (void *)head, obj);
+			usl_bug(NULL, head,
+				"uslab_free_rcu_head: rcu_head %p is not inside object %p",
+				(void *)head, obj);
 		ulock_lock(&R.hq_lock);
 		head->next.next = (struct cds_wfcq_node *)R.hq;
 		R.hq = head;
@@ -561,24 +561,24 @@ no_block:
 		ulock_unlock(&R.hq_lock);
 		if (wake)
 			gp_wake(); /* a block's worth: do not wait for the period */
-		bump(emergency, 1);
-		bump(queued, 1);
+		rstat(emergency, 1);
+		rstat(queued, 1);
 		return;
 	}
 	if (!gp_read_ongoing()) {
 		/* Like the kernel's single-argument kvfree_rcu(): wait, then free. */
 		gp_synchronize();
 		uslab_cache_free_bulk(NULL, 1, &obj);
-		bump(sync, 1);
-		bump(queued, 1);
-		bump(freed, 1);
+		rstat(sync, 1);
+		rstat(queued, 1);
+		rstat(freed, 1);
 		return;
 	}
-	bump(leaked, 1);
-	bump(queued, 1);
-	uslab_warn("uslab_free_rcu: no memory for a block inside a read-side critical "
-		   "section: %p leaked",
-		   obj);
+	rstat(leaked, 1);
+	rstat(queued, 1);
+	usl_warn("uslab_free_rcu: no memory for a block inside a read-side critical "
+		 "section: %p leaked",
+		 obj);
 }
 
 /*
@@ -623,7 +623,7 @@ void uslab_rcu_barrier(void)
 	if (!gp_used())
 		return; /* nothing was ever deferred */
 	if (gp_read_ongoing()) {
-		uslab_warn("uslab_rcu_barrier() called inside a read-side critical section");
+		usl_warn("uslab_rcu_barrier() called inside a read-side critical section");
 		return;
 	}
 	if (b) {

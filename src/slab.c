@@ -88,8 +88,8 @@ void *slab_walk(struct uslab_cache *c, struct slab *s, void *head, unsigned int 
 
 	for (unsigned int i = 0; i < cnt; i++) {
 		if (unlikely((uintptr_t)obj - base >= span))
-			uslab_bug(c, obj, "freelist corrupted in slab %p (object %u of %u)",
-				  (void *)s->base, i, cnt);
+			usl_bug(c, obj, "freelist corrupted in slab %p (object %u of %u)",
+				(void *)s->base, i, cnt);
 		dst[i] = obj;
 		obj = fp_get(c, obj);
 	}
@@ -137,12 +137,12 @@ struct slab *slab_of_object(struct uslab_cache *c, const void *obj)
 	struct uslab_cache *owner;
 
 	if (unlikely(!s))
-		uslab_bug(c, obj, "free of a pointer uslab did not hand out");
+		usl_bug(c, obj, "free of a pointer uslab did not hand out");
 	owner = s->cache;
 	if (unlikely(c && owner != c))
-		uslab_bug(c, obj, "object of cache %s freed to this cache", owner->name);
+		usl_bug(c, obj, "object of cache %s freed to this cache", owner->name);
 	if (unlikely(obj_index(owner, s, obj) == UINT32_MAX))
-		uslab_bug(owner, obj, "free of a pointer inside an object");
+		usl_bug(owner, obj, "free of a pointer inside an object");
 	return s;
 }
 
@@ -197,9 +197,9 @@ size_t build_detached_freelist(struct uslab_cache *c, size_t n, void **p, size_t
 		/* Slabs are naturally aligned: same slab <=> same masked address. */
 		if (((uintptr_t)obj & mask) == base) {
 			if (unlikely(obj == df->head))
-				uslab_bug(c, obj, "double free");
+				usl_bug(c, obj, "double free");
 			if (unlikely(obj_index(c, df->slab, obj) == UINT32_MAX))
-				uslab_bug(c, obj, "free of a pointer inside an object");
+				usl_bug(c, obj, "free of a pointer inside an object");
 			fp_set(c, obj, df->head);
 			df->head = obj;
 			df->cnt++;

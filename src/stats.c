@@ -1,12 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * stats.c - uslab_cache_stats(): the /proc/slabinfo view of a cache and
- * its slow-path event counters.
- *
- * Slab counters come from the node under its lock. Event counters live in
- * three places, summed here: the node (events counted under its lock, and
- * the counters of threads that exited), and each live thread's own block
- * (struct pcs_events, written by its owner without atomics).
+ * stats.c - the names of the slow-path event counters (a service: no
+ * layer below). The counters are kept by their layers through the stat
+ * helpers of src/internal.h, which compile away without USLAB_STATS, and
+ * summed by uslab_cache_stats() (lifecycle.c).
  */
 #include <string.h>
 
@@ -35,37 +32,4 @@ static const char *const stat_names[USLAB_STAT_NR_ITEMS] = {
 const char *uslab_stat_name(unsigned int item)
 {
 	return item < USLAB_STAT_NR_ITEMS ? stat_names[item] : NULL;
-}
-
-int uslab_cache_stats(const struct uslab_cache *c, struct uslab_cache_stats *st)
-{
-	struct uslab_cache *cc = (struct uslab_cache *)c;
-	struct node *n;
-
-	if (!c || !st)
-		return -EINVAL;
-	n = &cc->node;
-	memset(st, 0, sizeof(*st));
-	st->objsize = c->size;
-	st->objperslab = c->objects;
-	st->pagesperslab = 1u << c->order;
-	st->object_size = c->object_size;
-	st->align = c->align;
-	st->order = c->order;
-	st->sheaf_capacity = c->sheaf_capacity;
-	st->min_partial = c->min_partial;
-
-	ulock_lock(&n->lock);
-	st->num_slabs = n->nr_slabs;
-	st->num_objs = n->nr_objects;
-	st->active_objs = n->nr_objects - n->nr_free;
-	st->active_slabs = n->nr_slabs - n->nr_empty;
-	st->partial_slabs = n->nr_partial;
-	for (int i = 0; i < USLAB_STAT_NR_ITEMS; i++)
-		st->events[i] = n->ev[i];
-	ulock_unlock(&n->lock);
-
-	barn_counts(&cc->barn, &st->barn_full, &st->barn_empty);
-	thread_sum_events(c, st->events);
-	return 0;
 }

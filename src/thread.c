@@ -31,10 +31,10 @@ struct tstate {
 	struct ulock lock;
 	unsigned int max_id;	    /* highest cache id used */
 	struct tstate *next, *prev; /* live list, or pool (next only) */
-	struct pcs table[PCS_ENTRIES] __cacheline_aligned;
+	struct pcs table[PCS_ENTRIES] CACHELINE_ALIGNED;
 };
 
-static struct pcs dummy_table[PCS_ENTRIES] __cacheline_aligned;
+static struct pcs dummy_table[PCS_ENTRIES] CACHELINE_ALIGNED;
 __thread char *uslab_priv_pcs_table __attribute__((tls_model("initial-exec"))) =
 	(char *)dummy_table;
 static __thread struct tstate *tls_state __attribute__((tls_model("initial-exec")));
@@ -100,7 +100,7 @@ static struct pcs *thread_start(void)
 {
 	struct tstate *st;
 
-	if (tls_exited || uslab_init())
+	if (tls_exited || usl_init())
 		return NULL;
 	ulock_lock(&threads_lock);
 	st = pool;
@@ -130,18 +130,20 @@ static struct pcs *thread_start(void)
 }
 
 /*
- * The calling thread's table, started if needed; NULL if it cannot be (no
- * memory, or the thread is exiting: its exit handler has run).
+ * thread_start_self - give the calling thread its state if it has none:
+ * uslab_priv_pcs_table then points at its own table (pcs_of()).
+ * Return: 0, or -1 when it cannot (no memory, or the thread is exiting:
+ * its exit handler has run).
  */
-struct pcs *thread_pcs(void)
+int thread_start_self(void)
 {
-	return tls_state ? tls_state->table : thread_start();
+	return tls_state || thread_start() ? 0 : -1;
 }
 
-/* The calling thread's table if it has one, else NULL. */
-struct pcs *thread_pcs_if_started(void)
+/* Whether the calling thread has a state (its own table). */
+bool thread_started(void)
 {
-	return tls_state ? tls_state->table : NULL;
+	return tls_state != NULL;
 }
 
 void thread_note_id(int id)
@@ -180,19 +182,9 @@ void thread_sum_events(const struct uslab_cache *c, uint64_t *ev)
 		return;
 	ulock_lock(&threads_lock);
 	for (struct tstate *st = threads; st; st = st->next) {
-		struct pcs *p = &st->table[c->id];
-		struct pcs_events *e;
-
 		ulock_lock(&st->lock);
-		e = __atomic_load_n(&p->events, __ATOMIC_ACQUIRE);
-		if (p->cache == c) {
-			for (int i = 0; e && i < USLAB_STAT_NR_ITEMS; i++)
-				ev[i] += READ_ONCE(e->ev[i]);
-			ev[USLAB_STAT_ALLOC_BULK] += READ_ONCE(p->hot.alloc_bulk);
-			ev[USLAB_STAT_ALLOC_BULK_OBJS] += READ_ONCE(p->hot.alloc_bulk_objs);
-			ev[USLAB_STAT_FREE_BULK] += READ_ONCE(p->hot.free_bulk);
-			ev[USLAB_STAT_FREE_BULK_OBJS] += READ_ONCE(p->hot.free_bulk_objs);
-		}
+		if (st->table[c->id].cache == c)
+			pcs_events_sum(&st->table[c->id], ev);
 		ulock_unlock(&st->lock);
 	}
 	ulock_unlock(&threads_lock);

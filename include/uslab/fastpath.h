@@ -29,6 +29,30 @@
 #endif
 
 /*
+ * The one condition for the inline paths (here and in <uslab/magazine.h>):
+ * not asked off with USLAB_NO_INLINE, and no sanitizer, detected as gcc
+ * and clang announce them. src/internal.h derives its ASan switch from
+ * USLAB_PRIV_ASAN.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define USLAB_PRIV_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define USLAB_PRIV_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define USLAB_PRIV_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define USLAB_PRIV_TSAN 1
+#endif
+#endif
+#if !defined(USLAB_NO_INLINE) && !defined(USLAB_PRIV_ASAN) && !defined(USLAB_PRIV_TSAN)
+#define USLAB_PRIV_INLINE 1
+#endif
+
+/*
  * The hot part of a thread's sheaves of one cache: objects are [bottom,
  * top), room up to limit; bulk calls that reach the library, counted by the
  * owner (read by uslab_cache_stats()). One cache line. The inline paths
@@ -107,7 +131,11 @@ uslab_cache_alloc_bulk_inline(struct uslab_cache *c, size_t n, void **objs)
 
 	if (__builtin_expect(n > USLAB_PRIV_BULK_INLINE, 0))
 		return (uslab_cache_alloc_bulk)(c, n, objs);
-	if (__builtin_expect(n > (size_t)(top - p->bottom), 0))
+	/*
+	 * n - 1 >= avail: n > avail, or n == 0, which must not store into the
+	 * zero table shared by threads that have not started.
+	 */
+	if (__builtin_expect(n - 1 >= (size_t)(top - p->bottom), 0))
 		return uslab_priv_alloc_bulk_slow(c, n, objs);
 	top -= n;
 	for (size_t i = 0; i < n; i++)
@@ -129,7 +157,7 @@ uslab_cache_free_bulk_inline(struct uslab_cache *c, size_t n, void **objs)
 	}
 	p = uslab_priv_pcs_of(c);
 	top = p->top;
-	if (__builtin_expect(n > (size_t)(p->limit - top), 0)) {
+	if (__builtin_expect(n - 1 >= (size_t)(p->limit - top), 0)) { /* n == 0 too */
 		uslab_priv_free_bulk_slow(c, n, objs);
 		return;
 	}
@@ -143,7 +171,7 @@ uslab_cache_free_bulk_inline(struct uslab_cache *c, size_t n, void **objs)
 	p->top = top;
 }
 
-#if !defined(USLAB_NO_INLINE) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#ifdef USLAB_PRIV_INLINE
 #define uslab_cache_alloc(c) uslab_cache_alloc_inline(c)
 #define uslab_cache_free(c, obj) uslab_cache_free_inline((c), (obj))
 #define uslab_cache_alloc_bulk(c, n, p) uslab_cache_alloc_bulk_inline((c), (n), (p))

@@ -61,9 +61,8 @@ static inline struct kmem_cache *kmem_cache_create(const char *name, unsigned in
 }
 
 /* KMEM_CACHE(struct name, flags): a cache named and aligned after a struct. */
-#define KMEM_CACHE(__struct, __flags)                                                       \
-	kmem_cache_create(#__struct, sizeof(struct __struct), __alignof__(struct __struct), \
-			  (__flags), NULL)
+#define KMEM_CACHE(type, flags) \
+	kmem_cache_create(#type, sizeof(struct type), __alignof__(struct type), (flags), NULL)
 
 static inline void *kmem_cache_alloc(struct kmem_cache *s, gfp_t gfp)
 {

@@ -401,7 +401,7 @@ uslab_free_batch_add_inline(struct uslab_free_batch *b, void *obj)
 		uslab_free_batch_flush(b);
 }
 
-#if !defined(USLAB_NO_INLINE) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#ifdef USLAB_PRIV_INLINE /* <uslab/fastpath.h> */
 #define uslab_magazine_alloc(m) uslab_magazine_alloc_inline(m)
 #define uslab_magazine_free(m, obj) uslab_magazine_free_inline((m), (obj))
 #define uslab_magazine_alloc_bulk(m, n, p) uslab_magazine_alloc_bulk_inline((m), (n), (p))

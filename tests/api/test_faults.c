@@ -56,8 +56,8 @@ static void in_child(void (*fn)(void *), unsigned int secs, const char *what)
 
 	alarm_secs = secs;
 	status = run_child(fn, NULL, err, sizeof(err));
-	CHECK(!(WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM), "%s: hung for %u s: %s",
-	      what, secs, err);
+	CHECK(!(WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM), "%s: hung for %u s: %s", what,
+	      secs, err);
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: status %#x (exit %d): %s", what,
 	      status, WEXITSTATUS(status), err);
 }
@@ -467,10 +467,8 @@ static const struct {
 	const char *name;
 	void (*fn)(void);
 } tests[] = {
-	{ "fork_typesafe_flush", fork_typesafe_flush },
-	{ "exit_destructor", exit_destructor },
-	{ "exit_destructor_rcu", exit_destructor_rcu },
-	{ "cancel_barrier", cancel_barrier },
+	{ "fork_typesafe_flush", fork_typesafe_flush }, { "exit_destructor", exit_destructor },
+	{ "exit_destructor_rcu", exit_destructor_rcu }, { "cancel_barrier", cancel_barrier },
 	{ "monitor_start_fails", monitor_start_fails },
 };
 

@@ -3,7 +3,7 @@
  * test_threads.c - the cache contract across threads: frees on another
  * thread, sheaves returned at thread exit and by uslab_thread_flush(),
  * destroy reclaiming other threads' cached objects, cache ids reused
- * safely, and fork.
+ * safely, fork, and empty bulk calls by threads without state.
  */
 #include <pthread.h>
 #include <stdbool.h>
@@ -237,6 +237,42 @@ static void test_fork(void)
 	pthread_barrier_destroy(&barrier);
 }
 
+/*
+ * Bulk calls of n == 0 by threads that never allocated: they must not store
+ * into the table of zeros such threads share (TSan reports a race if they
+ * do), and they take and give nothing.
+ */
+static void *empty_bulk(void *arg)
+{
+	void *p[4] = { arg, arg, arg, arg };
+
+	for (int i = 0; i < 10000; i++) {
+		if (uslab_cache_alloc_bulk(cache, 0, p) != 0 || p[0] != arg)
+			return (void *)1;
+		uslab_cache_free_bulk(cache, 0, p);
+		if (p[0] != arg)
+			return (void *)1;
+	}
+	return NULL;
+}
+
+static void test_empty_bulk_unstarted(void)
+{
+	pthread_t t[2];
+	void *ret;
+	int marker;
+
+	cache = uslab_cache_create("empty_bulk", 64, NULL, 0);
+	CHECK(cache, "create");
+	for (int i = 0; i < 2; i++)
+		CHECK(!pthread_create(&t[i], NULL, empty_bulk, &marker), "thread");
+	for (int i = 0; i < 2; i++) {
+		pthread_join(t[i], &ret);
+		CHECK(ret == NULL, "n = 0 took or cleared entries");
+	}
+	CHECK(uslab_cache_destroy(cache) == 0, "destroy");
+}
+
 int main(void)
 {
 	RUN(test_cross_thread_free);
@@ -244,5 +280,6 @@ int main(void)
 	RUN(test_destroy_reclaims);
 	RUN(test_thread_churn);
 	RUN(test_fork);
+	RUN(test_empty_bulk_unstarted);
 	return 0;
 }

@@ -34,16 +34,16 @@ static void test_order_rule(void)
 	};
 	unsigned int objects, order;
 
-	CHECK(uslab_opt.min_objects == 0 && uslab_opt.max_order == 3 && uslab_opt.min_order == 2,
+	CHECK(usl_opt.min_objects == 0 && usl_opt.max_order == 3 && usl_opt.min_order == 2,
 	      "default tunables (run without USLAB_* in the environment)");
 	order = order_of(256, &objects);
 	CHECK(order == 2 && objects == 64, "default: 256 B in 16 KiB slabs: order %u", order);
 	order = order_of(2048, &objects);
 	CHECK(order == 3 && objects == 16, "the min_objects rule still applies above it");
-	uslab_opt.min_order = 0;
-	if (uslab_opt.nr_cpus != 2 && uslab_opt.nr_cpus != 3) {
-		printf("   (table checked for 2 CPUs; this machine has %u)\n", uslab_opt.nr_cpus);
-		uslab_opt.min_order = 2;
+	usl_opt.min_order = 0;
+	if (usl_opt.nr_cpus != 2 && usl_opt.nr_cpus != 3) {
+		printf("   (table checked for 2 CPUs; this machine has %u)\n", usl_opt.nr_cpus);
+		usl_opt.min_order = 2;
 		return;
 	}
 	for (size_t i = 0; i < sizeof(want2) / sizeof(want2[0]); i++) {
@@ -113,7 +113,7 @@ static void test_refill_and_free(void)
 
 int main(void)
 {
-	CHECK(uslab_init() == 0, "init");
+	CHECK(usl_init() == 0, "init");
 	RUN(test_order_rule);
 	RUN(test_layout);
 	RUN(test_refill_and_free);

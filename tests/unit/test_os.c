@@ -146,14 +146,14 @@ static void sleep_ms(long ms)
  */
 static void test_purge_bounded_steps(void)
 {
-	unsigned int delay = uslab_opt.purge_delay_ms;
+	unsigned int delay = usl_opt.purge_delay_ms;
 	size_t slab = PAGE_SIZE << 2, prev, calls = 0;
 	struct slab *s[NDIRTY], *t;
 	char *base[NDIRTY];
 	long r0, r1;
 
 	os_purge();
-	uslab_opt.purge_delay_ms = 60000; /* none due while they are freed */
+	usl_opt.purge_delay_ms = 60000; /* none due while they are freed */
 	for (int i = 0; i < NDIRTY; i++) {
 		s[i] = os_slab_alloc(2);
 		CHECK(s[i], "alloc %d", i);
@@ -164,7 +164,7 @@ static void test_purge_bounded_steps(void)
 	for (int i = 0; i < NDIRTY; i++)
 		os_slab_free(s[i]);
 	CHECK(os_dirty_bytes() == NDIRTY * slab, "all %d retained: %zu", NDIRTY, os_dirty_bytes());
-	uslab_opt.purge_delay_ms = delay;
+	usl_opt.purge_delay_ms = delay;
 	sleep_ms(3 * delay); /* all of them are due now */
 	prev = os_dirty_bytes();
 	t = os_slab_alloc(7); /* an os call on another order */
@@ -200,13 +200,13 @@ static void test_purge_bounded_steps(void)
 /* Beyond USLAB_RETAIN_KB the oldest slabs go at once, a bounded batch per free. */
 static void test_retain_budget(void)
 {
-	unsigned int delay = uslab_opt.purge_delay_ms, retain = uslab_opt.retain_kb;
+	unsigned int delay = usl_opt.purge_delay_ms, retain = usl_opt.retain_kb;
 	size_t slab = PAGE_SIZE << 2;
 	struct slab *s[NDIRTY];
 
 	os_purge();
-	uslab_opt.purge_delay_ms = 60000; /* only the budget purges */
-	uslab_opt.retain_kb = 4 * slab / 1024;
+	usl_opt.purge_delay_ms = 60000; /* only the budget purges */
+	usl_opt.retain_kb = 4 * slab / 1024;
 	for (int i = 0; i < NDIRTY; i++)
 		s[i] = os_slab_alloc(2);
 	for (int i = 0; i < NDIRTY; i++) {
@@ -218,8 +218,8 @@ static void test_retain_budget(void)
 	/* Retained slabs are reused newest first. */
 	CHECK(os_slab_alloc(2) == s[NDIRTY - 1], "newest first");
 	os_slab_free(s[NDIRTY - 1]);
-	uslab_opt.retain_kb = retain;
-	uslab_opt.purge_delay_ms = delay;
+	usl_opt.retain_kb = retain;
+	usl_opt.purge_delay_ms = delay;
 	os_purge();
 }
 
@@ -227,13 +227,13 @@ static void test_retain_budget(void)
 static void test_purge_everything(void)
 {
 	static const unsigned int ord[] = { 0, 2, 5, 9, 11 };
-	unsigned int delay = uslab_opt.purge_delay_ms, retain = uslab_opt.retain_kb;
+	unsigned int delay = usl_opt.purge_delay_ms, retain = usl_opt.retain_kb;
 	struct slab *s[ARRAY_SIZE(ord)][3];
 	size_t total = 0;
 
 	os_purge();
-	uslab_opt.purge_delay_ms = 60000; /* nothing purged before os_purge() */
-	uslab_opt.retain_kb = 1u << 20;
+	usl_opt.purge_delay_ms = 60000; /* nothing purged before os_purge() */
+	usl_opt.retain_kb = 1u << 20;
 	for (size_t i = 0; i < ARRAY_SIZE(ord); i++)
 		for (int j = 0; j < 3; j++) {
 			s[i][j] = os_slab_alloc(ord[i]);
@@ -254,8 +254,8 @@ static void test_purge_everything(void)
 		for (int j = 0; j < 3; j++)
 			CHECK(resident_pages(s[i][j]->base, PAGE_SIZE << ord[i]) == 0,
 			      "order %u slab %d: no page resident", ord[i], j);
-	uslab_opt.retain_kb = retain;
-	uslab_opt.purge_delay_ms = delay;
+	usl_opt.retain_kb = retain;
+	usl_opt.purge_delay_ms = delay;
 }
 
 /*
@@ -299,10 +299,10 @@ static void *conc_worker(void *arg)
 
 static void test_concurrent_purge(void)
 {
-	unsigned int delay = uslab_opt.purge_delay_ms;
+	unsigned int delay = usl_opt.purge_delay_ms;
 	pthread_t th[CONC_THREADS];
 
-	uslab_opt.purge_delay_ms = 0; /* every free purges */
+	usl_opt.purge_delay_ms = 0; /* every free purges */
 	for (uintptr_t i = 0; i < CONC_THREADS; i++)
 		CHECK(pthread_create(&th[i], NULL, conc_worker, (void *)i) == 0, "thread");
 	for (int i = 0; i < CONC_THREADS; i++) {
@@ -311,14 +311,14 @@ static void test_concurrent_purge(void)
 		pthread_join(th[i], &n);
 		test_checks += (uintptr_t)n;
 	}
-	uslab_opt.purge_delay_ms = delay;
+	usl_opt.purge_delay_ms = delay;
 	os_purge();
 	CHECK(os_dirty_bytes() == 0, "nothing left");
 }
 
 int main(void)
 {
-	CHECK(uslab_init() == 0, "init");
+	CHECK(usl_init() == 0, "init");
 	RUN(test_alignment_and_lookup);
 	RUN(test_memory_returned);
 	RUN(test_arena_release);

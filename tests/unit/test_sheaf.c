@@ -34,13 +34,13 @@ static void test_transitions(void)
 	struct pcs *p;
 	void *o[100];
 
-	uslab_opt.barn_max_full = 2; /* read at cache creation */
+	usl_opt.barn_max_full = 2; /* read at cache creation */
 	c = uslab_cache_create("sheaf", 64, &a, 0);
-	uslab_opt.barn_max_full = 10;
+	usl_opt.barn_max_full = 10;
 	CHECK(c->sheaf_capacity == 14 && c->barn.max_full == 2, "setup");
 
 	o[0] = uslab_cache_alloc(c);
-	p = (struct pcs *)((char *)tls_pcs() + c->hot.pcs_off);
+	p = pcs_of(c);
 	CHECK(p->main && p->hot.top - p->hot.bottom == 13, "first alloc refilled main (13 left)");
 	CHECK(ev(c, USLAB_STAT_SHEAF_REFILL) == 1 && ev(c, USLAB_STAT_BARN_GET_FAIL) == 1,
 	      "refill after an empty barn");
@@ -93,7 +93,7 @@ static void test_transitions(void)
 
 int main(void)
 {
-	CHECK(uslab_init() == 0, "init");
+	CHECK(usl_init() == 0, "init");
 	RUN(test_capacity);
 	RUN(test_transitions);
 	return 0;

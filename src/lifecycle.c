@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: MIT
+/*
+ * lifecycle.c - create, destroy, shrink and the statistics of a cache: the
+ * calls that orchestrate every layer from above (mm/slab_common.c to
+ * mm/slub.c). Creating a cache lays it out (cache.c), gives it a barn and
+ * a sheaf capacity (barn.c, sheaf.c) and an id; destroying one drains every
+ * thread's sheaves of it (thread.c), its barn, and waits for its deferred
+ * slabs (rcu.c, gp.c); shrinking drains the caller's sheaves and the barn
+ * and returns empty slabs and retained pages to the OS.
+ *
+ * Context: control path. These calls take caches_lock (create, destroy)
+ * and the locks below it in the order of src/lock.h; destroy may wait for
+ * a grace period.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+struct uslab_cache *uslab_cache_create(const char *name, size_t size,
+				       const struct uslab_cache_args *args, unsigned int flags)
+{
+	static const struct uslab_cache_args defaults;
+	struct uslab_cache *c;
+	unsigned int cap;
+
+	if (usl_init())
+		return NULL;
+	if (!args)
+		args = &defaults;
+	if (!name || strlen(name) > USLAB_NAME_MAX || !size || size > USLAB_MAX_OBJECT_SIZE ||
+	    (flags & ~CACHE_PUBLIC_FLAGS) || (args->align & (args->align - 1)) ||
+	    args->align > USLAB_MAX_ALIGN) {
+		errno = EINVAL;
+		return NULL;
+	}
+	c = cache_new(name, size, args->align, args->ctor, flags, args->min_partial);
+	if (!c)
+		return NULL;
+	barn_init(&c->barn, usl_opt.barn_max_full, usl_opt.barn_max_empty);
+	cap = sheaf_capacity_for(c->size, args->sheaf_capacity);
+	if (cache_register(c, cap)) {
+		cache_delete(c);
+		errno = ENOSPC;
+		return NULL;
+	}
+	if (flags & USLAB_TYPESAFE_BY_RCU)
+		gp_start(); /* its slabs will need it; on failure gp_kick() retries */
+	return c;
+}
+
+int uslab_cache_destroy(struct uslab_cache *c)
+{
+	unsigned long live;
+
+	if (!c)
+		return 0;
+	ulock_lock(&caches_lock);
+	if (c->sheaf_capacity) {
+		thread_drain_cache(c);
+		barn_drain(c);
+	}
+	live = cache_release_all(c);
+	if (live) {
+		ulock_unlock(&caches_lock);
+		usl_warn("cache %s: %lu objects still allocated, not destroyed", c->name, live);
+		return -EBUSY;
+	}
+	cache_unregister_locked(c);
+	ulock_unlock(&caches_lock);
+	if (c->flags & USLAB_TYPESAFE_BY_RCU) {
+		uslab_rcu_barrier(); /* its slabs still name it until released */
+		if (__atomic_load_n(&c->nr_deferred, __ATOMIC_ACQUIRE)) {
+			/* Inside a read-side section: the barrier could not wait. */
+			usl_warn("cache %s: %lu slabs still wait for a grace period; its "
+				 "descriptor is kept",
+				 c->name, c->nr_deferred);
+			return 0;
+		}
+	}
+	cache_delete(c);
+	os_purge();
+	return 0;
+}
+
+int uslab_cache_shrink(struct uslab_cache *c)
+{
+	if (!c)
+		return -EINVAL;
+	if (c->sheaf_capacity) {
+		pcs_flush_self(c);
+		barn_drain(c);
+	}
+	cache_shrink_node(c);
+	os_purge();
+	gp_kick();
+	return 0;
+}
+
+const char *uslab_cache_name(const struct uslab_cache *c)
+{
+	return c ? c->name : NULL;
+}
+
+size_t uslab_cache_size(const struct uslab_cache *c)
+{
+	return c ? c->object_size : 0;
+}
+
+/*
+ * uslab_cache_stats - the /proc/slabinfo view of a cache. Slab counters
+ * come from the node under its lock. Event counters live in three places,
+ * summed here: the node (events counted under its lock, and the counters
+ * of threads that exited), and each live thread's own block (struct
+ * pcs_events, written by its owner without atomics).
+ */
+int uslab_cache_stats(const struct uslab_cache *c, struct uslab_cache_stats *st)
+{
+	struct uslab_cache *cc = (struct uslab_cache *)c;
+
+	if (!c || !st)
+		return -EINVAL;
+	memset(st, 0, sizeof(*st));
+	st->objsize = c->size;
+	st->objperslab = c->objects;
+	st->pagesperslab = 1u << c->order;
+	st->object_size = c->object_size;
+	st->align = c->align;
+	st->order = c->order;
+	st->sheaf_capacity = c->sheaf_capacity;
+	st->min_partial = c->min_partial;
+	cache_node_stats(cc, st);
+	barn_counts(&cc->barn, &st->barn_full, &st->barn_empty);
+	thread_sum_events(c, st->events);
+	return 0;
+}

@@ -1,0 +1,415 @@
+// SPDX-License-Identifier: MIT
+/*
+ * pcs.c - per-thread sheaves: the fast path of uslab_cache_alloc() and
+ * uslab_cache_free(), and their slow paths (Linux 6.18 per-CPU sheaves,
+ * per thread here). With thread.c one layer: thread.c owns the table of
+ * pcs entries and its lifetime, this file what one entry does.
+ *
+ * Every thread has, per cache, a main sheaf and a spare one (struct pcs,
+ * two cache lines in the thread's table, the fast paths touching the
+ * first). The fast paths pop or push the main sheaf:
+ *
+ *   alloc: load the thread table, add cache->pcs_off, compare top with
+ *          bottom, decrement top, load the object.
+ *   free:  the same with top against limit, store the object.
+ *
+ * Budget: inline in the caller (uslab/fastpath.h) about 6 and 7
+ * instructions; as the exported functions below (USLAB_NO_INLINE,
+ * sanitizer builds, calls through a pointer) 9 and 11, with the call.
+ * No lock, no atomic read-modify-write, one thread-local cache line plus
+ * the array slot. Everything else below is the slow path, entered once per
+ * sheaf of objects at most:
+ *
+ *   alloc slow: swap with a non-empty spare -> trade the empty main for a
+ *               full sheaf at the barn -> refill main from slabs.
+ *   free slow:  swap with an empty spare -> park the full main as spare
+ *               behind a new empty one -> trade it for an empty sheaf at the
+ *               barn -> flush main to slabs.
+ *
+ * Invariants (pcs_check, in USLAB_CHECKS builds): bottom <= top <= limit
+ * and all three describe main, or all are NULL with no main; spare is NULL,
+ * empty or full, and only present with a main; main->size is stale while
+ * main is installed (top - bottom is the truth).
+ * The thread's own tstate lock is held in the slow paths, so destroy (which
+ * drains other threads' sheaves under that lock) and fork see whole states.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+struct uslab_cache *events_cache;
+static struct uslab_cache events_cache_store;
+
+int pcs_bootstrap(void)
+{
+	if (cache_init_internal(&events_cache_store, "uslab_events", sizeof(struct pcs_events)))
+		return EINVAL;
+	events_cache = &events_cache_store;
+	return 0;
+}
+
+/* The invariants of the file comment. */
+static inline void pcs_check(const struct pcs *p)
+{
+	USLAB_ASSERT(p->main ? p->hot.bottom == p->main->objs && p->hot.bottom <= p->hot.top &&
+				       p->hot.top <= p->hot.limit &&
+				       p->hot.limit == p->main->objs + p->main->capacity
+			     : !p->hot.top && !p->hot.bottom && !p->hot.limit && !p->spare);
+	USLAB_ASSERT(!p->spare || !p->spare->size || p->spare->size == p->spare->capacity);
+}
+
+static void pcs_set_main(struct pcs *p, struct sheaf *sh)
+{
+	p->main = sh;
+	p->hot.bottom = sh->objs;
+	p->hot.top = sh->objs + sh->size;
+	p->hot.limit = sh->objs + sh->capacity;
+}
+
+static struct sheaf *pcs_detach_main(struct pcs *p)
+{
+	struct sheaf *sh = p->main;
+
+	if (sh)
+		sh->size = (uint32_t)(p->hot.top - p->hot.bottom);
+	p->main = NULL;
+	p->hot.top = p->hot.bottom = p->hot.limit = NULL;
+	return sh;
+}
+
+static void pcs_swap(struct pcs *p)
+{
+	struct sheaf *old = pcs_detach_main(p);
+
+	pcs_set_main(p, p->spare);
+	p->spare = old;
+}
+
+void pcs_stat(struct pcs *p, enum uslab_stat_item item, uint64_t n)
+{
+#if USLAB_STATS
+	struct pcs_events *e = __atomic_load_n(&p->events, __ATOMIC_RELAXED);
+
+	if (unlikely(!e)) {
+		e = cache_alloc_direct(events_cache);
+		if (!e)
+			return;
+		memset(e, 0, sizeof(*e));
+		__atomic_store_n(&p->events, e, __ATOMIC_RELEASE);
+	}
+	WRITE_ONCE(e->ev[item], READ_ONCE(e->ev[item]) + n);
+#else
+	(void)p, (void)item, (void)n;
+#endif
+}
+
+/*
+ * The calling thread's pcs for @c, its state started if needed. NULL when
+ * it cannot be (no memory, or the thread is exiting).
+ */
+struct pcs *pcs_self(const struct uslab_cache *c)
+{
+	return thread_start_self() ? NULL : pcs_of(c);
+}
+
+static void pcs_attach(struct uslab_cache *c, struct pcs *p)
+{
+	if (unlikely(p->cache != c)) {
+		p->cache = c;
+		thread_note_id(c->id);
+	}
+}
+
+/* An empty sheaf for @c: from the barn, else a new one. NULL if no memory. */
+static struct sheaf *pcs_get_empty(struct uslab_cache *c, struct pcs *p)
+{
+	struct sheaf *sh = barn_get_empty(&c->barn);
+
+	if (!sh) {
+		sh = sheaf_alloc(c);
+		if (sh)
+			pcs_stat(p, USLAB_STAT_SHEAF_ALLOC, 1);
+	}
+	return sh;
+}
+
+/*
+ * pcs_refill_main - give an empty (or absent) main sheaf objects: swap in
+ * a full spare, else trade main for a full sheaf at the barn, else (if
+ * @from_slabs) refill main from slabs. Under the thread's lock.
+ * Return: true when main holds objects; false when the sheaves and the barn
+ * had none and @from_slabs is false, or no memory could be had (errno
+ * ENOMEM).
+ */
+bool pcs_refill_main(struct uslab_cache *c, struct pcs *p, bool from_slabs)
+{
+	struct sheaf *full, *empty;
+	unsigned int n;
+
+	pcs_attach(c, p);
+	if (p->spare && p->spare->size) {
+		pcs_swap(p);
+		pcs_stat(p, USLAB_STAT_SHEAF_SWAP, 1);
+		return true;
+	}
+
+	empty = pcs_detach_main(p);
+	full = barn_replace_empty(&c->barn, &empty);
+	if (full) {
+		pcs_stat(p, USLAB_STAT_BARN_GET, 1);
+		if (empty)
+			sheaf_free(c, empty);
+		/* Objects this thread freed itself are in its own cache. */
+		if (full->filler != p)
+			sheaf_prefetch(full);
+		pcs_set_main(p, full);
+		return true;
+	}
+	pcs_stat(p, USLAB_STAT_BARN_GET_FAIL, 1);
+
+	if (!from_slabs) {
+		if (empty)
+			pcs_set_main(p, empty);
+		return false;
+	}
+	if (!empty) {
+		empty = sheaf_alloc(c);
+		if (!empty) {
+			/* Keep the invariant: no spare without a main. */
+			if (p->spare) {
+				pcs_set_main(p, p->spare);
+				p->spare = NULL;
+			}
+			return false;
+		}
+		pcs_stat(p, USLAB_STAT_SHEAF_ALLOC, 1);
+	}
+	n = cache_refill(c, empty->objs, empty->capacity);
+	pcs_stat(p, USLAB_STAT_SHEAF_REFILL, 1);
+	empty->size = n;
+	pcs_set_main(p, empty);
+	return n > 0;
+}
+
+/*
+ * pcs_make_room - give a full (or absent) main sheaf room: swap in an empty
+ * spare, else park main as the spare behind an empty sheaf, else trade it
+ * for an empty one at the barn, else (if @may_flush) flush it to slabs.
+ * Under the thread's lock.
+ * Return: true when main has room; false when there is no main and no sheaf
+ * could be allocated, or only a flush would make room and @may_flush is
+ * false.
+ */
+bool pcs_make_room(struct uslab_cache *c, struct pcs *p, bool may_flush)
+{
+	struct sheaf *sh, *full;
+	bool taken;
+
+	pcs_attach(c, p);
+	if (!p->main) {
+		sh = pcs_get_empty(c, p);
+		if (!sh)
+			return false;
+		pcs_set_main(p, sh);
+		return true;
+	}
+	if (p->spare && !p->spare->size) {
+		pcs_swap(p);
+		pcs_stat(p, USLAB_STAT_SHEAF_SWAP, 1);
+		return true;
+	}
+	if (!p->spare) {
+		sh = pcs_get_empty(c, p);
+		if (sh) {
+			p->spare = pcs_detach_main(p);
+			pcs_set_main(p, sh);
+			return true;
+		}
+	} else {
+		/* Main and spare are full: trade main at the barn. */
+		full = pcs_detach_main(p);
+		full->filler = p;
+		sh = barn_replace_full(&c->barn, full, &taken);
+		if (taken) {
+			pcs_stat(p, USLAB_STAT_BARN_PUT, 1);
+			if (!sh)
+				sh = sheaf_alloc(c);
+			if (!sh) {
+				/* The barn kept main; flush the spare into a main. */
+				sh = p->spare;
+				p->spare = NULL;
+				sheaf_flush(c, sh);
+				pcs_stat(p, USLAB_STAT_SHEAF_FLUSH, 1);
+			}
+			pcs_set_main(p, sh);
+			return true;
+		}
+		pcs_stat(p, USLAB_STAT_BARN_PUT_FAIL, 1);
+		pcs_set_main(p, full);
+	}
+	if (!may_flush)
+		return false;
+	/* Nowhere to park a full sheaf: return main's objects to slabs. */
+	sh = pcs_detach_main(p);
+	sheaf_flush(c, sh);
+	pcs_stat(p, USLAB_STAT_SHEAF_FLUSH, 1);
+	pcs_set_main(p, sh);
+	return true;
+}
+
+void *uslab_priv_alloc_slow(struct uslab_cache *c)
+{
+	struct pcs *p;
+	void *obj;
+
+	if (!c->sheaf_capacity || !(p = pcs_self(c)))
+		return cache_alloc_direct(c);
+	thread_lock_self();
+	pcs_stat(p, USLAB_STAT_ALLOC_SLOWPATH, 1);
+	if (pcs_refill_main(c, p, true)) {
+		obj = *--p->hot.top;
+		asan_unpoison(obj, c->object_size);
+	} else {
+		/* No sheaf to be had: one object straight from a slab. */
+		obj = cache_alloc_direct(c);
+	}
+	pcs_check(p);
+	thread_unlock_self();
+	return obj;
+}
+
+void uslab_priv_free_slow(struct uslab_cache *c, void *obj)
+{
+	struct pcs *p;
+
+	obj_poison(c, obj);
+	if (!c->sheaf_capacity || !(p = pcs_self(c))) {
+		cache_free_objects(c, &obj, 1, 0);
+	} else {
+		thread_lock_self();
+		pcs_stat(p, USLAB_STAT_FREE_SLOWPATH, 1);
+		if (pcs_make_room(c, p, true))
+			*p->hot.top++ = obj;
+		else
+			cache_free_objects(c, &obj, 1, 0);
+		pcs_check(p);
+		thread_unlock_self();
+	}
+	gp_kick(); /* a flush may have deferred slabs with no monitor running */
+}
+
+/*
+ * pcs_events_sum - add @p's event counters to @ev: its slow-path block and
+ * the bulk counters of its first line. Read racily by other threads
+ * (uslab_cache_stats()): each counter has one writer.
+ */
+void pcs_events_sum(const struct pcs *p, uint64_t *ev)
+{
+	const struct pcs_events *e = __atomic_load_n(&p->events, __ATOMIC_ACQUIRE);
+
+	for (int i = 0; e && i < USLAB_STAT_NR_ITEMS; i++)
+		ev[i] += READ_ONCE(e->ev[i]);
+	ev[USLAB_STAT_ALLOC_BULK] += READ_ONCE(p->hot.alloc_bulk);
+	ev[USLAB_STAT_ALLOC_BULK_OBJS] += READ_ONCE(p->hot.alloc_bulk_objs);
+	ev[USLAB_STAT_FREE_BULK] += READ_ONCE(p->hot.free_bulk);
+	ev[USLAB_STAT_FREE_BULK_OBJS] += READ_ONCE(p->hot.free_bulk_objs);
+}
+
+/*
+ * pcs_drain - return everything @p holds: full sheaves to the barn while it
+ * has room, other objects to slabs, sheaves to the barn or freed; fold the
+ * thread's event counters into the cache. Called with the lock of the
+ * thread owning @p held (by that thread, or by destroy or fork).
+ */
+void pcs_drain(struct pcs *p)
+{
+	struct uslab_cache *c = p->cache;
+	uint64_t ev[USLAB_STAT_NR_ITEMS] = { 0 };
+	struct pcs_events *e;
+	struct sheaf *sh[2];
+
+	if (!c)
+		return;
+	sh[0] = pcs_detach_main(p);
+	sh[1] = p->spare;
+	p->spare = NULL;
+	for (int i = 0; i < 2; i++) {
+		if (!sh[i])
+			continue;
+		sh[i]->filler = NULL; /* whoever takes it has it cold */
+		if (sh[i]->size == sh[i]->capacity && barn_put_full(&c->barn, sh[i]))
+			continue;
+		if (sh[i]->size)
+			sheaf_flush(c, sh[i]);
+		if (!barn_put_empty(&c->barn, sh[i]))
+			sheaf_free(c, sh[i]);
+	}
+	e = p->events;
+	pcs_events_sum(p, ev);
+	cache_add_events(c, ev);
+	WRITE_ONCE(p->hot.alloc_bulk, 0);
+	WRITE_ONCE(p->hot.alloc_bulk_objs, 0);
+	WRITE_ONCE(p->hot.free_bulk, 0);
+	WRITE_ONCE(p->hot.free_bulk_objs, 0);
+	if (e) {
+		__atomic_store_n(&p->events, NULL, __ATOMIC_RELAXED);
+		cache_free_direct(events_cache, e);
+	}
+	p->cache = NULL;
+	pcs_check(p);
+}
+
+/* Drain the calling thread's sheaves of @c. */
+void pcs_flush_self(struct uslab_cache *c)
+{
+	if (!thread_started())
+		return;
+	thread_lock_self();
+	pcs_drain(pcs_of(c));
+	thread_unlock_self();
+}
+
+/* ------------------------------------------------------- fast path */
+
+/*
+ * The out-of-line fast paths: the same pop and push as uslab/fastpath.h,
+ * plus ASan poisoning in sanitizer builds. ~9 instructions, one branch
+ * taken once per sheaf (capacity objects) at most.
+ */
+void *uslab_cache_alloc(struct uslab_cache *c)
+{
+	struct pcs *p = pcs_of(c);
+	void **top = p->hot.top;
+
+	if (unlikely(top == p->hot.bottom))
+		return uslab_priv_alloc_slow(c);
+	p->hot.top = --top;
+	asan_unpoison(*top, c->object_size);
+	return *top;
+}
+
+/* ~11 instructions, two branches (NULL, full), no lock, no atomic. */
+void uslab_cache_free(struct uslab_cache *c, void *obj)
+{
+	struct pcs *p = pcs_of(c);
+	void **top = p->hot.top;
+
+	if (unlikely(!obj))
+		return;
+	if (unlikely(top == p->hot.limit)) {
+		uslab_priv_free_slow(c, obj);
+		return;
+	}
+	obj_poison(c, obj);
+	*top = obj;
+	p->hot.top = top + 1;
+}
+
+void *uslab_cache_zalloc(struct uslab_cache *c)
+{
+	void *obj = uslab_cache_alloc(c);
+
+	if (obj)
+		memset(obj, 0, c->object_size);
+	return obj;
+}
