@@ -51,10 +51,13 @@ int pcs_bootstrap(void)
 /* The invariants of the file comment. */
 static inline void pcs_check(const struct pcs *p)
 {
-	USLAB_ASSERT(p->main ? p->hot.bottom == p->main->objs && p->hot.bottom <= p->hot.top &&
-				       p->hot.top <= p->hot.limit &&
-				       p->hot.limit == p->main->objs + p->main->capacity
-			     : !p->hot.top && !p->hot.bottom && !p->hot.limit && !p->spare);
+	if (p->main) {
+		USLAB_ASSERT(p->hot.bottom == p->main->objs && p->hot.bottom <= p->hot.top);
+		USLAB_ASSERT(p->hot.top <= p->hot.limit &&
+			     p->hot.limit == p->main->objs + p->main->capacity);
+	} else {
+		USLAB_ASSERT(!p->hot.top && !p->hot.bottom && !p->hot.limit && !p->spare);
+	}
 	USLAB_ASSERT(!p->spare || !p->spare->size || p->spare->size == p->spare->capacity);
 }
 
