@@ -59,7 +59,8 @@ static struct {
 	pthread_mutex_t round_lock;
 	pthread_mutex_t lock; /* gp_lock */
 	pthread_cond_t done;  /* barrier and gp_wait_until() callers */
-	bool started, used;
+	bool started;
+	atomic_bool used; /* something was deferred: the flavor is fixed */
 	uint64_t barrier_req, barrier_done;
 	uint64_t retry_ms; /* no start attempt before */
 	unsigned int waiters;
@@ -88,7 +89,7 @@ int gp_set_flavor(const struct rcu_flavor_struct *f)
 	int ret = 0;
 
 	mutex_lock_ranked(&G.lock, LOCK_GP);
-	if (G.used && gp_flavor() != f)
+	if (atomic_load(&G.used) && gp_flavor() != f)
 		ret = -EBUSY;
 	else
 		__atomic_store_n(&G.flavor, f, __ATOMIC_RELEASE);
@@ -220,17 +221,24 @@ static void *monitor_main(void *arg)
 /* ------------------------------------------------------------ start */
 
 /*
- * gp_start - start the monitor if it is not running.
+ * gp_start - start the monitor if it is not running, for work about to be
+ * deferred (the flavor is fixed from now on); gp_prestart - the same for a
+ * cache that will defer slabs later (the flavor may still change).
  * Context: no uslab lock held (it takes gp_lock and creates a thread,
  * which may allocate).
  * Return: 0 - running; -1 - it could not be started (retried later).
  */
 int gp_start(void)
 {
+	atomic_store(&G.used, true);
+	return gp_prestart();
+}
+
+int gp_prestart(void)
+{
 	int ret = 0;
 
 	mutex_lock_ranked(&G.lock, LOCK_GP);
-	G.used = true;
 	if (!G.started) {
 		uint64_t now = now_ms();
 		pthread_attr_t attr;
@@ -274,12 +282,7 @@ void gp_need_start(void)
 
 bool gp_used(void)
 {
-	bool used;
-
-	mutex_lock_ranked(&G.lock, LOCK_GP);
-	used = G.used;
-	mutex_unlock_ranked(&G.lock, LOCK_GP);
-	return used;
+	return atomic_load(&G.used);
 }
 
 /* ----------------------------------------------------------- clients */
@@ -301,6 +304,7 @@ void gp_defer_slabs(struct slab *list)
 		k++;
 	}
 	atomic_fetch_add_explicit(&G.slabs_deferred, k, memory_order_relaxed);
+	atomic_store(&G.used, true);
 	head = atomic_load_explicit(&G.slabq, memory_order_relaxed);
 	do
 		tail->next = head;

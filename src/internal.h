@@ -276,6 +276,7 @@ INTERNAL bool gp_read_ongoing(void);
 INTERNAL void gp_synchronize(void);
 INTERNAL void gp_wake(void);
 INTERNAL int gp_start(void);
+INTERNAL int gp_prestart(void);
 INTERNAL void gp_kick(void);
 INTERNAL void gp_need_start(void);
 INTERNAL bool gp_used(void);

@@ -44,7 +44,7 @@ struct uslab_cache *uslab_cache_create(const char *name, size_t size,
 		return NULL;
 	}
 	if (flags & USLAB_TYPESAFE_BY_RCU)
-		gp_start(); /* its slabs will need it; on failure gp_kick() retries */
+		gp_prestart(); /* its slabs will need it; on failure gp_kick() retries */
 	return c;
 }
 
