@@ -410,7 +410,9 @@ INTERNAL void rcu_init(void);
 INTERNAL void rcu_fork_prepare(void);
 INTERNAL void rcu_fork_parent(void);
 INTERNAL void rcu_fork_child(void);
-INTERNAL extern int rcu_fault_inject;
+#ifdef USLAB_TESTING
+INTERNAL extern int rcu_fault_inject; /* test hook: uslab_testing only */
+#endif
 
 /* ------------------------------------------------------------ init.c */
 

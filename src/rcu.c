@@ -139,9 +139,14 @@ static pthread_once_t rcu_once = PTHREAD_ONCE_INIT;
 static struct uslab_cache block_cache;
 static bool block_cache_ok;
 
-/* Test hook (tests/unit): nonzero makes block allocation and the pool
- * above the reserve look empty. */
+#ifdef USLAB_TESTING
+/* Test hook (tests/unit, built into uslab_testing only): nonzero makes
+ * block allocation and the pool above the reserve look empty. */
 int rcu_fault_inject;
+#define fault_injected() READ_ONCE(rcu_fault_inject)
+#else
+#define fault_injected() 0
+#endif
 
 /* Counters: relaxed atomics, bumped once per slow path or per batch. */
 static struct {
@@ -158,7 +163,7 @@ static void block_cache_init(void)
 
 static struct rcu_block *block_new(void)
 {
-	if (READ_ONCE(rcu_fault_inject) || !block_cache_ok)
+	if (fault_injected() || !block_cache_ok)
 		return NULL;
 	return cache_alloc_direct(&block_cache);
 }
@@ -182,7 +187,7 @@ static struct rcu_block *block_get(enum block_src src)
 	unsigned int floor = src == FROM_RESERVE ? 0 : RCU_RESERVE;
 	struct rcu_block *b = NULL;
 
-	if (READ_ONCE(rcu_fault_inject) && src != FROM_RESERVE)
+	if (fault_injected() && src != FROM_RESERVE)
 		floor = UINT32_MAX;
 	ulock_lock(&R.pool_lock);
 	if (R.npool > floor && R.npool != 0) {
