@@ -32,26 +32,40 @@ static void test_order_rule(void)
 		{ 512, 1, 16 },	 { 1024, 2, 16 },   { 2048, 3, 16 }, { 4096, 3, 8 },
 		{ 65536, 4, 1 }, { 1 << 20, 8, 1 },
 	};
-	unsigned int objects, order;
+	unsigned int objects, order, cpus = usl_opt.nr_cpus;
 
+	/*
+	 * The expectations are for 2 CPUs, on any machine: the rule reads
+	 * usl_opt.nr_cpus when a cache is created; it is set meanwhile.
+	 */
 	CHECK(usl_opt.min_objects == 0 && usl_opt.max_order == 3 && usl_opt.min_order == 2,
 	      "default tunables (run without USLAB_* in the environment)");
+	printf("   (expectations for 2 CPUs; this machine has %u)\n", cpus);
+	usl_opt.nr_cpus = 2;
 	order = order_of(256, &objects);
 	CHECK(order == 2 && objects == 64, "default: 256 B in 16 KiB slabs: order %u", order);
 	order = order_of(2048, &objects);
 	CHECK(order == 3 && objects == 16, "the min_objects rule still applies above it");
 	usl_opt.min_order = 0;
-	if (usl_opt.nr_cpus != 2 && usl_opt.nr_cpus != 3) {
-		printf("   (table checked for 2 CPUs; this machine has %u)\n", usl_opt.nr_cpus);
-		usl_opt.min_order = 2;
-		return;
-	}
 	for (size_t i = 0; i < sizeof(want2) / sizeof(want2[0]); i++) {
 		order = order_of(want2[i].size, &objects);
 		CHECK(order == want2[i].order && objects == want2[i].objects,
 		      "size %zu: order %u objects %u, want %u/%u", want2[i].size, order, objects,
 		      want2[i].order, want2[i].objects);
 	}
+	/* 64 CPUs: min_objects 4 * (fls(64) + 1) = 32; 512 B needs order 2. */
+	usl_opt.nr_cpus = 64;
+	order = order_of(512, &objects);
+	CHECK(order == 2 && objects == 32, "64 CPUs, 512 B: order %u objects %u, want 2/32", order,
+	      objects);
+	/* USLAB_MIN_OBJECTS overrides the CPU count: 12 is the 2-CPU value. */
+	usl_opt.min_objects = 12;
+	order = order_of(512, &objects);
+	CHECK(order == 1 && objects == 16, "min_objects 12, 512 B: order %u objects %u, want 1/16",
+	      order, objects);
+	usl_opt.min_objects = 0;
+	usl_opt.nr_cpus = cpus;
+	usl_opt.min_order = 2;
 }
 
 static void ctor(void *p)
