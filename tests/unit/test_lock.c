@@ -68,7 +68,8 @@ static void order_checked(void)
 	ulock_unlock(&caches);
 #ifdef USLAB_CHECKS
 	CHECK(!lockdep_held(LOCK_NODE) && !lockdep_held(LOCK_CACHES), "held counts back to 0");
-	CHECK(expect_death(inverted, NULL, "uslab: BUG -: lock of rank 2 taken while holding rank 10"),
+	CHECK(expect_death(inverted, NULL,
+			   "uslab: BUG -: lock of rank 2 taken while holding rank 10"),
 	      "inversion reported");
 #else
 	printf("   (order check compiled out: USLAB_CHECKS is off in this build)\n");
