@@ -384,6 +384,7 @@ static void *rcu_gather(bool scan, bool all)
 	ulock_unlock(&R.hq_lock);
 	if (b) {
 		b->start = 0;
+		rstat(queued, b->n);
 		b->next = batch.blocks;
 		batch.blocks = b;
 		batch.nb++;
@@ -525,10 +526,8 @@ static __attribute__((noinline)) void free_rcu_slow(void *obj, struct rcu_head *
 	struct rcu_block *b = rt.cur;
 
 	if (unlikely(!__atomic_load_n(&rt.listed, __ATOMIC_RELAXED)) && rcu_thread_start()) {
-		if (rt.exited && gp_start() == 0 && orphan_free(obj)) {
-			rstat(queued, 1);
-			return;
-		}
+		if (rt.exited && gp_start() == 0 && orphan_free(obj))
+			return; /* counted as queued when handed over, like a block */
 		b = NULL;
 		goto no_block;
 	}
