@@ -73,7 +73,7 @@
  *     for a million packets: the RX write misses the cache on every
  *     packet (with BENCH_FW_TOUCH=0 that pool's DPDK ran 8.2x faster).
  *     With 1 thread the per-lcore cache recycles and the pool never
- *     matters. This is what made DPDK 102 Mpps against uslab's 480.
+ *     matters. This is what held DPDK to 102 Mpps in the earlier README row.
  *   BENCH_FW_RING=64 (one burst in flight: RX and TX in lockstep): uslab
  *     bulk 0.47x [0.46x], magazine 0.46x [0.45x], DPDK (8191) 0.51x
  *     [0.42x]. A ring of 4096 with TX completing at once (lag 0): 0.80x
