@@ -23,6 +23,10 @@ struct list_node {
 /* The element of type @type whose member @member is @ptr. */
 #define list_entry(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
+/* The first (last) element of the non-empty list @head. */
+#define list_first_entry(head, type, member) list_entry((head)->next, type, member)
+#define list_last_entry(head, type, member) list_entry((head)->prev, type, member)
+
 static inline void list_init(struct list_node *head)
 {
 	head->next = head->prev = head;
@@ -61,6 +65,13 @@ static inline void list_del(struct list_node *n)
 	n->next = n->prev = NULL;
 }
 
+/* Move @n, on some list, to the end of @head's list (maybe the same one). */
+static inline void list_move_tail(struct list_node *n, struct list_node *head)
+{
+	list_del(n);
+	list_add_tail(n, head);
+}
+
 static inline bool list_linked(const struct list_node *n)
 {
 	return n->next != NULL;
@@ -71,5 +82,17 @@ static inline bool list_linked(const struct list_node *n)
 	for (pos = (head)->next, tmp = pos->next; pos != (head); pos = tmp, tmp = pos->next)
 
 #define list_for_each(pos, head) for (pos = (head)->next; pos != (head); pos = pos->next)
+
+/*
+ * Iterate over the elements of @head, @pos pointing to each, linked by
+ * their @member. @pos is formed only from real elements, never from the
+ * head (an element type may be more aligned than a bare list head), and
+ * must not be deleted in the body.
+ */
+#define list_for_each_entry(pos, head, member)                               \
+	for (struct list_node *pos##_node_ = (head)->next;                   \
+	     pos##_node_ != (head) &&                                        \
+	     ((pos = list_entry(pos##_node_, __typeof__(*pos), member)), 1); \
+	     pos##_node_ = pos##_node_->next)
 
 #endif /* USLAB_LIST_H */
