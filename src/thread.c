@@ -24,13 +24,15 @@
 #include <string.h>
 
 #include "internal.h"
+#include "list.h"
 
 #define PCS_ENTRIES (USLAB_MAX_CACHES + 1)
 
 struct tstate {
 	struct ulock lock;
-	unsigned int max_id;	    /* highest cache id used */
-	struct tstate *next, *prev; /* live list, or pool (next only) */
+	unsigned int max_id;	  /* highest cache id used */
+	struct list_node link;	  /* on the live list (threads) */
+	struct tstate *pool_next; /* on the pool */
 	struct pcs table[PCS_ENTRIES] CACHELINE_ALIGNED;
 };
 
@@ -41,27 +43,15 @@ static __thread struct tstate *tls_state __attribute__((tls_model("initial-exec"
 static __thread bool tls_exited __attribute__((tls_model("initial-exec")));
 
 static struct ulock threads_lock = ULOCK_INIT_RANK(LOCK_THREADS);
-static struct tstate *threads; /* live states */
-static struct tstate *pool;    /* states of exited threads */
+static struct list_node threads = LIST_HEAD_INIT(threads); /* live states (link) */
+static struct tstate *pool; /* states of exited threads (pool_next) */
 static pthread_key_t exit_key;
 
-static void threads_add(struct tstate *st)
+/* Put @st in the pool. Under threads_lock. */
+static void pool_put(struct tstate *st)
 {
-	st->prev = NULL;
-	st->next = threads;
-	if (threads)
-		threads->prev = st;
-	threads = st;
-}
-
-static void threads_del(struct tstate *st)
-{
-	if (st->prev)
-		st->prev->next = st->next;
-	else
-		threads = st->next;
-	if (st->next)
-		st->next->prev = st->prev;
+	st->pool_next = pool;
+	pool = st;
 }
 
 /* Drain every cache of @st. Called with st->lock held. */
@@ -89,9 +79,8 @@ static void thread_exit(void *arg)
 	 */
 	tls_exited = true;
 	ulock_lock(&threads_lock);
-	threads_del(st);
-	st->next = pool;
-	pool = st;
+	list_del(&st->link);
+	pool_put(st);
 	ulock_unlock(&threads_lock);
 	gp_kick();
 }
@@ -105,7 +94,7 @@ static struct pcs *thread_start(void)
 	ulock_lock(&threads_lock);
 	st = pool;
 	if (st)
-		pool = st->next;
+		pool = st->pool_next;
 	ulock_unlock(&threads_lock);
 	if (!st) {
 		st = os_mmap(sizeof(*st));
@@ -116,13 +105,12 @@ static struct pcs *thread_start(void)
 	st->max_id = 0;
 	if (pthread_setspecific(exit_key, st)) {
 		ulock_lock(&threads_lock);
-		st->next = pool;
-		pool = st;
+		pool_put(st);
 		ulock_unlock(&threads_lock);
 		return NULL;
 	}
 	ulock_lock(&threads_lock);
-	threads_add(st);
+	list_add(&st->link, &threads);
 	ulock_unlock(&threads_lock);
 	tls_state = st;
 	uslab_priv_pcs_table = (char *)st->table;
@@ -165,8 +153,11 @@ void thread_unlock_self(void)
 /* Drain cache @c from every thread (destroy). Under caches_lock. */
 void thread_drain_cache(struct uslab_cache *c)
 {
+	struct tstate *st;
+
 	ulock_lock(&threads_lock);
-	for (struct tstate *st = threads; st; st = st->next) {
+	list_for_each_entry(st, &threads, link)
+	{
 		ulock_lock(&st->lock);
 		if (st->table[c->id].cache == c)
 			pcs_drain(&st->table[c->id]);
@@ -178,10 +169,13 @@ void thread_drain_cache(struct uslab_cache *c)
 /* Add the live threads' event counters of @c to @ev. */
 void thread_sum_events(const struct uslab_cache *c, uint64_t *ev)
 {
+	struct tstate *st;
+
 	if (c->id <= 0)
 		return;
 	ulock_lock(&threads_lock);
-	for (struct tstate *st = threads; st; st = st->next) {
+	list_for_each_entry(st, &threads, link)
+	{
 		ulock_lock(&st->lock);
 		if (st->table[c->id].cache == c)
 			pcs_events_sum(&st->table[c->id], ev);
@@ -209,15 +203,23 @@ int thread_init(void)
 
 void thread_fork_prepare(void)
 {
+	struct tstate *st;
+
 	ulock_lock(&threads_lock);
-	for (struct tstate *st = threads; st; st = st->next)
+	list_for_each_entry(st, &threads, link)
+	{
 		ulock_lock(&st->lock);
+	}
 }
 
 void thread_fork_parent(void)
 {
-	for (struct tstate *st = threads; st; st = st->next)
+	struct tstate *st;
+
+	list_for_each_entry(st, &threads, link)
+	{
 		ulock_unlock(&st->lock);
+	}
 	ulock_unlock(&threads_lock);
 }
 
@@ -228,18 +230,21 @@ void thread_fork_parent(void)
  */
 void thread_fork_child(void)
 {
-	struct tstate *st, *next;
+	struct list_node *pos, *tmp;
+	struct tstate *st;
 
 	ulock_init(&threads_lock);
-	for (st = threads; st; st = st->next)
+	list_for_each_entry(st, &threads, link)
+	{
 		ulock_init(&st->lock);
-	for (st = threads; st; st = next) {
-		next = st->next;
+	}
+	list_for_each_safe(pos, tmp, &threads)
+	{
+		st = list_entry(pos, struct tstate, link);
 		if (st == tls_state)
 			continue;
 		tstate_drain(st);
-		threads_del(st);
-		st->next = pool;
-		pool = st;
+		list_del(&st->link);
+		pool_put(st);
 	}
 }
