@@ -52,7 +52,7 @@
 #define REFILL_LISTS 16
 
 struct ulock caches_lock = ULOCK_INIT_RANK(LOCK_CACHES);
-static struct uslab_cache *caches; /* list of all caches */
+static struct list_node caches = LIST_HEAD_INIT(caches); /* struct uslab_cache.list */
 static uint64_t id_map[(USLAB_MAX_CACHES + 1 + 63) / 64];
 static struct uslab_cache cache_cache; /* holds struct uslab_cache */
 
@@ -178,28 +178,14 @@ static int cache_setup(struct uslab_cache *c, const char *name, size_t size, siz
 	c->id = -1;
 	c->hot.pcs_off = 0;
 	ulock_setup(&c->node.lock, LOCK_NODE);
-	c->node.partial.next = c->node.partial.prev = &c->node.partial;
+	list_init(&c->node.partial);
 	return 0;
 }
 
-/* Link @c into the list of caches. Called with caches_lock held. */
+/* Link @c first into the list of caches. Called with caches_lock held. */
 static void cache_list_add(struct uslab_cache *c)
 {
-	c->prev = NULL;
-	c->next = caches;
-	if (caches)
-		caches->prev = c;
-	caches = c;
-}
-
-static void cache_list_del(struct uslab_cache *c)
-{
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		caches = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
+	list_add(&c->list, &caches);
 }
 
 /* Ids start at 1: pcs entry 0 stays empty in every thread (see sheaf.c). */
@@ -241,35 +227,30 @@ int cache_bootstrap(void)
 
 /* ------------------------------------------------------ node lists */
 
-static void partial_add_tail(struct node *n, struct slab *s)
-{
-	s->next = &n->partial;
-	s->prev = n->partial.prev;
-	n->partial.prev->next = s;
-	n->partial.prev = s;
-	n->nr_partial++;
-}
-
-static void partial_add_head(struct node *n, struct slab *s)
-{
-	s->prev = &n->partial;
-	s->next = n->partial.next;
-	n->partial.next->prev = s;
-	n->partial.next = s;
-	n->nr_partial++;
-}
-
-static void partial_del(struct node *n, struct slab *s)
-{
-	s->prev->next = s->next;
-	s->next->prev = s->prev;
-	s->next = s->prev = NULL;
-	n->nr_partial--;
-}
-
 static inline bool slab_is_empty(const struct slab *s)
 {
 	return s->nfree == s->bump;
+}
+
+/*
+ * NEW -> PARTIAL or FULL -> PARTIAL: put @s on the partial list, at the
+ * tail (partly used slabs are used first) or at the head. Under the lock.
+ */
+static void partial_add(struct node *n, struct slab *s, bool tail)
+{
+	s->state = SLAB_PARTIAL;
+	if (tail)
+		list_add_tail(&s->list, &n->partial);
+	else
+		list_add(&s->list, &n->partial);
+	n->nr_partial++;
+}
+
+/* Take @s, PARTIAL, off the partial list; the caller sets its new state. */
+static void partial_del(struct node *n, struct slab *s)
+{
+	list_del(&s->list);
+	n->nr_partial--;
 }
 
 /*
@@ -350,18 +331,15 @@ static void slab_put_group(struct uslab_cache *c, struct detached_freelist *df,
 	s->nfree += df->cnt;
 	n->nr_free += df->cnt;
 	node_stat(n, USLAB_STAT_FREE_GROUP);
-	if (s->state == SLAB_FULL) {
-		s->state = SLAB_PARTIAL;
-		partial_add_tail(n, s);
-	}
+	if (s->state == SLAB_FULL)
+		partial_add(n, s, true);
 	if (inuse == df->cnt) {
 		if (n->nr_partial > c->min_partial) {
 			slab_discard(c, s, release);
 		} else {
 			/* Keep it, at the tail: partly used slabs are used first. */
 			n->nr_empty++;
-			partial_del(n, s);
-			partial_add_tail(n, s);
+			list_move_tail(&s->list, &n->partial);
 		}
 	}
 }
@@ -442,8 +420,8 @@ unsigned int cache_refill(struct uslab_cache *c, void **dst, unsigned int want)
 		bool exhausted;
 
 		ulock_lock(&n->lock);
-		while (got < want && nl < REFILL_LISTS && n->partial.next != &n->partial) {
-			struct slab *s = n->partial.next;
+		while (got < want && nl < REFILL_LISTS && !list_empty(&n->partial)) {
+			struct slab *s = list_first_entry(&n->partial, struct slab, list);
 			unsigned int room = want - got, took;
 			bool was_empty = slab_is_empty(s);
 
@@ -474,11 +452,12 @@ unsigned int cache_refill(struct uslab_cache *c, void **dst, unsigned int want)
 			if (was_empty && took)
 				n->nr_empty--;
 			if (!s->nfree && s->bump == s->objects) {
+				/* PARTIAL -> FULL */
 				partial_del(n, s);
 				s->state = SLAB_FULL;
 			}
 		}
-		exhausted = n->partial.next == &n->partial;
+		exhausted = list_empty(&n->partial);
 		ulock_unlock(&n->lock);
 
 		for (unsigned int i = 0; i < nl; i++) {
@@ -503,10 +482,11 @@ unsigned int cache_refill(struct uslab_cache *c, void **dst, unsigned int want)
 		n->nr_objects += s->objects;
 		node_stat(n, USLAB_STAT_SLAB_NEW);
 		if (s->bump < s->objects) {
+			/* NEW -> PARTIAL, at the head: its pages are warm */
 			n->nr_free += s->objects - s->bump;
-			s->state = SLAB_PARTIAL;
-			partial_add_head(n, s);
+			partial_add(n, s, false);
 		} else {
+			/* NEW -> FULL */
 			s->state = SLAB_FULL;
 		}
 		ulock_unlock(&n->lock);
@@ -537,11 +517,14 @@ void cache_free_direct(struct uslab_cache *c, void *obj)
 void cache_shrink_node(struct uslab_cache *c)
 {
 	struct node *n = &c->node;
-	struct slab *release = NULL, *s, *next;
+	struct slab *release = NULL;
+	struct list_node *pos, *tmp;
 
 	ulock_lock(&n->lock);
-	for (s = n->partial.next; s != &n->partial; s = next) {
-		next = s->next;
+	list_for_each_safe(pos, tmp, &n->partial)
+	{
+		struct slab *s = list_entry(pos, struct slab, list);
+
 		if (slab_is_empty(s)) {
 			n->nr_empty--;
 			slab_discard(c, s, &release);
@@ -641,7 +624,7 @@ void cache_unregister_locked(struct uslab_cache *c)
 	USLAB_ASSERT(ulock_held(&caches_lock));
 	if (c->id > 0)
 		id_free(c->id);
-	cache_list_del(c);
+	list_del(&c->list);
 }
 
 /*
@@ -659,8 +642,8 @@ unsigned long cache_release_all(struct uslab_cache *c)
 	live = n->nr_objects - n->nr_free;
 	if (!live) {
 		/* Nothing is allocated, so every slab is on the partial list. */
-		while (n->partial.next != &n->partial)
-			slab_discard(c, n->partial.next, &release);
+		while (!list_empty(&n->partial))
+			slab_discard(c, list_first_entry(&n->partial, struct slab, list), &release);
 	}
 	ulock_unlock(&n->lock);
 	release_slabs(release);
@@ -674,15 +657,22 @@ void cache_fork_prepare(void)
 {
 	struct uslab_cache *c;
 
-	for (c = caches; c; c = c->next)
+	list_for_each_entry(c, &caches, list)
+	{
 		ulock_lock(&c->barn.lock);
-	for (c = caches; c; c = c->next)
+	}
+	list_for_each_entry(c, &caches, list)
+	{
 		ulock_lock(&c->node.lock);
+	}
 }
 
 void cache_fork_parent(void)
 {
-	for (struct uslab_cache *c = caches; c; c = c->next) {
+	struct uslab_cache *c;
+
+	list_for_each_entry(c, &caches, list)
+	{
 		ulock_unlock(&c->node.lock);
 		ulock_unlock(&c->barn.lock);
 	}
@@ -690,7 +680,10 @@ void cache_fork_parent(void)
 
 void cache_fork_child(void)
 {
-	for (struct uslab_cache *c = caches; c; c = c->next) {
+	struct uslab_cache *c;
+
+	list_for_each_entry(c, &caches, list)
+	{
 		ulock_init(&c->node.lock);
 		ulock_init(&c->barn.lock);
 	}

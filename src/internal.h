@@ -49,6 +49,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "list.h"
 #include "lock.h"
 /* The library defines the real uslab_cache_alloc/free: no inline macros. */
 #define USLAB_NO_INLINE 1
@@ -112,6 +113,10 @@ enum slab_state {
  * table, never inside the slab, so object -> slab is arithmetic.
  * Fields other than @cache, @base, @objects are protected by the owning
  * cache's node lock once the slab is on a list (state PARTIAL or FULL).
+ *
+ * A slab is on at most one list at a time, so one pointer pair serves
+ * them all: @list links the doubly linked lists (src/list.h), @next the
+ * singly linked chains, and the two overlay (@next is @list.next).
  */
 struct slab {
 	struct uslab_cache *cache; /* owner; NULL while the slot is free */
@@ -120,12 +125,21 @@ struct slab {
 	uint32_t bump;		   /* objects [bump, objects) never used */
 	uint32_t objects;	   /* objects in the slab */
 	uint8_t state;		   /* enum slab_state */
-	uint8_t order;
+	uint8_t order;		   /* the slab is 2^order pages */
 	uint16_t pad;
-	struct slab *next, *prev; /* partial list, or os free-slot list */
-	char *base;		  /* first byte of the slab */
-	uint64_t freed_ms;	  /* DIRTY: when os.c got it back */
+	union {
+		/* PARTIAL: the node partial list; DIRTY, PURGING: os.c's lists */
+		struct list_node list;
+		/* FREE: a release chain (cache.c, gp.c) or an arena's free slots */
+		struct slab *next;
+	};
+	char *base;	   /* first byte of the slab */
+	uint64_t freed_ms; /* DIRTY: when os.c got it back */
 };
+
+_Static_assert(sizeof(struct slab) == CACHELINE, "a slab descriptor is one cache line");
+_Static_assert(offsetof(struct slab, next) == offsetof(struct slab, list.next),
+	       "@next is @list.next");
 
 INTERNAL struct slab *os_slab_alloc(unsigned int order);
 INTERNAL void os_slab_free(struct slab *s);
@@ -170,7 +184,7 @@ INTERNAL size_t build_detached_freelist(struct uslab_cache *c, size_t n, void **
 /* The node: a cache's slab lists (one node: the machine is not NUMA). */
 struct node {
 	struct ulock lock;
-	struct slab partial;	  /* list head (only next/prev used) */
+	struct list_node partial; /* PARTIAL slabs (struct slab.list) */
 	unsigned long nr_partial; /* slabs on the partial list */
 	unsigned long nr_empty;	  /* of those, slabs with no object in use */
 	unsigned long nr_slabs;	  /* slabs owned */
@@ -212,7 +226,7 @@ struct uslab_cache {
 	uintptr_t secret;	   /* free pointer encoding key */
 	void (*ctor)(void *obj);
 
-	struct uslab_cache *next, *prev; /* list of all caches */
+	struct list_node list; /* on the list of all caches (cache.c) */
 	char name[USLAB_NAME_MAX + 1];
 
 	struct barn barn CACHELINE_ALIGNED;

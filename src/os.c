@@ -78,7 +78,7 @@ struct arena {
 	unsigned int npurging; /* slots being purged outside os_lock */
 	unsigned int ndirty;   /* free slots with resident pages */
 	unsigned int nfresh;   /* slots [nfresh, nslots) never used */
-	struct slab *free;     /* free slots, memory returned */
+	struct slab *free;     /* free slots, memory returned (chained by ->next) */
 	struct arena *next;    /* per-order list, pool, or a caller's release list */
 	size_t desc_size;      /* bytes of this descriptor */
 	struct slab slabs[];
@@ -88,12 +88,13 @@ struct os_order {
 	struct arena *arenas; /* live arenas of this order */
 	struct arena *pool;   /* descriptors without memory */
 	unsigned int narenas;
-	struct slab dirty; /* dirty slots, newest first (next/prev) */
+	struct list_node dirty; /* dirty slots, newest first (struct slab.list) */
 };
 
 static struct ulock os_lock = ULOCK_INIT_RANK(LOCK_OS);
 static struct os_order orders[SLAB_MAX_ORDER + 1];
-static struct slab purging; /* slots being purged, any order (next/prev) */
+/* Slots being purged, any order (struct slab.list). */
+static struct list_node purging = LIST_HEAD_INIT(purging);
 static struct arena *arena_map[MAP_ENTRIES];
 static size_t live_arenas;
 static size_t dirty_bytes;
@@ -107,32 +108,15 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* Under os_lock: make the list heads point to themselves on first use. */
+/* Under os_lock: make the dirty list heads point to themselves on first use. */
 static void lists_init(void)
 {
 	for (unsigned int i = 0; i <= SLAB_MAX_ORDER; i++) {
-		struct slab *d = &orders[i].dirty;
+		struct list_node *d = &orders[i].dirty;
 
 		if (!d->next)
-			d->next = d->prev = d;
+			list_init(d);
 	}
-	if (!purging.next)
-		purging.next = purging.prev = &purging;
-}
-
-static void list_add(struct slab *s, struct slab *head)
-{
-	s->prev = head;
-	s->next = head->next;
-	head->next->prev = s;
-	head->next = s;
-}
-
-static void list_del(struct slab *s)
-{
-	s->prev->next = s->next;
-	s->next->prev = s->prev;
-	s->next = s->prev = NULL;
 }
 
 void *os_mmap(size_t size)
@@ -261,7 +245,7 @@ static void arena_check(struct arena *a, struct arena **rel)
 		return;
 	for (unsigned int i = 0; a->ndirty && i < a->nfresh; i++) {
 		if (a->slabs[i].state == SLAB_DIRTY) {
-			list_del(&a->slabs[i]);
+			list_del(&a->slabs[i].list);
 			dirty_bytes -= PAGE_SIZE << a->order;
 			a->ndirty--;
 		}
@@ -337,21 +321,26 @@ static unsigned int purge_pick(struct slab **v, unsigned int max, size_t max_byt
 		size_t size;
 
 		for (unsigned int i = 0; i <= SLAB_MAX_ORDER; i++) {
-			struct slab *t = orders[i].dirty.prev;
+			struct list_node *d = &orders[i].dirty;
+			struct slab *t;
 
-			if (t != &orders[i].dirty && (!oldest || t->freed_ms < oldest->freed_ms))
+			if (list_empty(d))
+				continue;
+			t = list_last_entry(d, struct slab, list);
+			if (!oldest || t->freed_ms < oldest->freed_ms)
 				oldest = t;
 		}
 		if (!oldest || (oldest->freed_ms >= deadline && dirty_bytes <= keep))
 			break;
+		/* DIRTY -> PURGING */
 		size = PAGE_SIZE << oldest->order;
 		a = arena_of(oldest->base);
-		list_del(oldest);
+		list_del(&oldest->list);
 		dirty_bytes -= size;
 		a->ndirty--;
 		a->npurging++;
 		oldest->state = SLAB_PURGING;
-		list_add(oldest, &purging);
+		list_add(&oldest->list, &purging);
 		bytes += size;
 		v[n++] = oldest;
 	}
@@ -385,7 +374,8 @@ static void purge_done(struct slab *const *v, unsigned int n, struct arena **rel
 		struct slab *s = v[i];
 		struct arena *a = arena_of(s->base);
 
-		list_del(s);
+		/* PURGING -> FREE */
+		list_del(&s->list);
 		s->state = SLAB_FREE;
 		s->next = a->free;
 		a->free = s;
@@ -434,7 +424,8 @@ static struct slab *slot_of_arena(struct arena *a)
 		s->order = a->order;
 	}
 	a->nused++;
-	s->next = s->prev = NULL;
+	s->list.next = s->list.prev = NULL;
+	/* FREE (or fresh) -> NEW */
 	s->state = SLAB_NEW;
 	return s;
 }
@@ -446,14 +437,15 @@ static struct slab *slot_take(unsigned int order)
 	struct arena *a;
 	struct slab *s;
 
-	if (o->dirty.next != &o->dirty) {
+	if (!list_empty(&o->dirty)) {
 		/* The most recently freed slab: its pages are still warm. */
-		s = o->dirty.next;
-		list_del(s);
+		s = list_first_entry(&o->dirty, struct slab, list);
+		list_del(&s->list);
 		dirty_bytes -= PAGE_SIZE << order;
 		a = arena_of(s->base);
 		a->ndirty--;
 		a->nused++;
+		/* DIRTY -> NEW */
 		s->state = SLAB_NEW;
 		return s;
 	}
@@ -523,7 +515,7 @@ void os_slab_free(struct slab *s)
 	/* Retained, newest first; purged when old or beyond the budget. */
 	s->state = SLAB_DIRTY;
 	s->freed_ms = now;
-	list_add(s, &o->dirty);
+	list_add(&s->list, &o->dirty);
 	dirty_bytes += size;
 	a->ndirty++;
 	a->nused--;
@@ -592,12 +584,12 @@ void os_fork_child(void)
 	 * Purges other threads had in flight never finish here, and their
 	 * madvise may not have happened before the fork: dirty again, oldest.
 	 */
-	while (purging.next && purging.next != &purging) {
-		struct slab *s = purging.next;
+	while (!list_empty(&purging)) {
+		struct slab *s = list_first_entry(&purging, struct slab, list);
 		struct arena *a = arena_of(s->base);
 
-		list_del(s);
-		list_add(s, orders[s->order].dirty.prev);
+		/* PURGING -> DIRTY, at the tail: the oldest */
+		list_move_tail(&s->list, &orders[s->order].dirty);
 		s->state = SLAB_DIRTY;
 		dirty_bytes += PAGE_SIZE << s->order;
 		a->ndirty++;
