@@ -20,20 +20,30 @@
  * barn->lock and node->lock are never held together: a sheaf leaves the
  * barn before it is flushed.
  *
- * Slab states (struct slab.state):
+ * Slab states (struct slab.state, enum slab_state in internal.h):
  *
  *   state    on list      free objects           who may touch it
- *   FREE     os free      -                      os.c under os_lock
+ *   FREE     os free, or  -                      os.c under os_lock; a
+ *            a release                           release chain: its owner
+ *            chain
  *   NEW      none         all                    the one thread creating it
  *   PARTIAL  partial      some or all (empty)    anyone under node->lock
  *   FULL     none         none                   anyone under node->lock
  *
+ *   FREE -> NEW      os_slab_alloc() gave it (os.c has the slot states)
  *   NEW -> PARTIAL   refill carved part of a new slab into a sheaf
  *   NEW -> FULL      refill carved all of it
  *   PARTIAL -> FULL  refill took its whole freelist and the rest of its bump
  *   FULL -> PARTIAL  objects came back (flush, bulk free)
  *   PARTIAL -> FREE  it became empty while min_partial other slabs are on
- *                    the partial list, or on shrink or destroy
+ *                    the partial list, or on shrink or destroy; it goes on
+ *                    a release chain (linked by ->next) to os_slab_free(),
+ *                    after a grace period for TYPESAFE_BY_RCU caches
+ *
+ * Invariants: nfree <= bump <= objects in every slab; an empty PARTIAL
+ * slab is counted in nr_empty, so nr_empty <= nr_partial <= nr_slabs, and
+ * nr_free <= nr_objects. USLAB_CHECKS builds assert the transitions and
+ * these counts where they change (USLAB_ASSERT).
  *
  * Objects come back to slabs only in batches: a sheaf flush or a bulk free
  * builds detached freelists (one per slab, outside any lock) and hands up
@@ -185,6 +195,7 @@ static int cache_setup(struct uslab_cache *c, const char *name, size_t size, siz
 /* Link @c first into the list of caches. Called with caches_lock held. */
 static void cache_list_add(struct uslab_cache *c)
 {
+	USLAB_ASSERT(ulock_held(&caches_lock));
 	list_add(&c->list, &caches);
 }
 
@@ -232,12 +243,30 @@ static inline bool slab_is_empty(const struct slab *s)
 	return s->nfree == s->bump;
 }
 
+/* The counts of a slab: nfree <= bump <= objects. */
+#define slab_assert_counts(s) USLAB_ASSERT((s)->nfree <= (s)->bump && (s)->bump <= (s)->objects)
+
+/*
+ * The node's counters after a change, under its lock: none went below
+ * zero (an unsigned underflow breaks one of these).
+ */
+#define node_assert_counts(n)                                   \
+	do {                                                    \
+		USLAB_ASSERT(ulock_held(&(n)->lock));           \
+		USLAB_ASSERT((n)->nr_free <= (n)->nr_objects);  \
+		USLAB_ASSERT((n)->nr_empty <= (n)->nr_partial); \
+		USLAB_ASSERT((n)->nr_partial <= (n)->nr_slabs); \
+	} while (0)
+
 /*
  * NEW -> PARTIAL or FULL -> PARTIAL: put @s on the partial list, at the
  * tail (partly used slabs are used first) or at the head. Under the lock.
  */
 static void partial_add(struct node *n, struct slab *s, bool tail)
 {
+	USLAB_ASSERT(ulock_held(&n->lock));
+	USLAB_ASSERT(s->state == SLAB_NEW || s->state == SLAB_FULL);
+	USLAB_ASSERT(s->nfree || s->bump < s->objects); /* some object is free */
 	s->state = SLAB_PARTIAL;
 	if (tail)
 		list_add_tail(&s->list, &n->partial);
@@ -249,6 +278,8 @@ static void partial_add(struct node *n, struct slab *s, bool tail)
 /* Take @s, PARTIAL, off the partial list; the caller sets its new state. */
 static void partial_del(struct node *n, struct slab *s)
 {
+	USLAB_ASSERT(ulock_held(&n->lock));
+	USLAB_ASSERT(s->state == SLAB_PARTIAL && n->nr_partial);
 	list_del(&s->list);
 	n->nr_partial--;
 }
@@ -265,6 +296,7 @@ static void release_slabs(struct slab *s)
 		struct slab *next = s->next;
 		struct slab **to = s->cache->flags & USLAB_TYPESAFE_BY_RCU ? &deferred : &now;
 
+		USLAB_ASSERT(s->state == SLAB_FREE);
 		s->next = *to; /* (a kfree_bulk list may mix caches) */
 		*to = s;
 		if (to == &deferred)
@@ -284,6 +316,7 @@ unsigned long cache_release_slabs_now(struct slab *s)
 	while (s) {
 		struct slab *next = s->next;
 
+		USLAB_ASSERT(s->state == SLAB_FREE && s->cache);
 		if (s->cache->flags & USLAB_TYPESAFE_BY_RCU)
 			__atomic_sub_fetch(&s->cache->nr_deferred, 1, __ATOMIC_RELEASE);
 		__atomic_store_n(&s->cache, NULL, __ATOMIC_RELEASE);
@@ -294,15 +327,21 @@ unsigned long cache_release_slabs_now(struct slab *s)
 	return k;
 }
 
-/* Remove an empty slab from the node for release. Under node->lock. */
+/*
+ * PARTIAL -> FREE: remove an empty slab from the node for release (the
+ * caller has taken it out of nr_empty if it was counted). Under node->lock.
+ */
 static void slab_discard(struct uslab_cache *c, struct slab *s, struct slab **release)
 {
 	struct node *n = &c->node;
 
+	USLAB_ASSERT(s->cache == c && slab_is_empty(s));
 	partial_del(n, s);
+	USLAB_ASSERT(n->nr_slabs && n->nr_objects >= s->objects && n->nr_free >= s->objects);
 	n->nr_slabs--;
 	n->nr_objects -= s->objects;
 	n->nr_free -= s->objects;
+	node_assert_counts(n);
 	node_stat(n, USLAB_STAT_SLAB_FREE);
 	s->state = SLAB_FREE;
 	s->next = *release;
@@ -321,15 +360,20 @@ static void slab_put_group(struct uslab_cache *c, struct detached_freelist *df,
 	struct slab *s = df->slab;
 	unsigned int inuse = s->bump - s->nfree;
 
+	USLAB_ASSERT(ulock_held(&n->lock) && s->cache == c);
+	slab_assert_counts(s);
 	if (unlikely(df->cnt > inuse))
 		usl_bug(c, df->head, "double free: %u objects freed to slab %p with %u in use",
 			df->cnt, (void *)s->base, inuse);
 	if (unlikely(s->freelist && df->tail == s->freelist))
 		usl_bug(c, df->tail, "double free");
+	/* Objects are handed out only after their slab is on the node. */
+	USLAB_ASSERT(s->state == SLAB_PARTIAL || s->state == SLAB_FULL);
 	fp_set(c, df->tail, s->freelist);
 	s->freelist = df->head;
 	s->nfree += df->cnt;
 	n->nr_free += df->cnt;
+	slab_assert_counts(s);
 	node_stat(n, USLAB_STAT_FREE_GROUP);
 	if (s->state == SLAB_FULL)
 		partial_add(n, s, true);
@@ -342,6 +386,7 @@ static void slab_put_group(struct uslab_cache *c, struct detached_freelist *df,
 			list_move_tail(&s->list, &n->partial);
 		}
 	}
+	node_assert_counts(n);
 }
 
 static void node_put_groups(struct detached_freelist *df, unsigned int nd, struct slab **release)
@@ -425,6 +470,9 @@ unsigned int cache_refill(struct uslab_cache *c, void **dst, unsigned int want)
 			unsigned int room = want - got, took;
 			bool was_empty = slab_is_empty(s);
 
+			USLAB_ASSERT(s->state == SLAB_PARTIAL && s->cache == c);
+			slab_assert_counts(s);
+
 			if (s->nfree <= room) {
 				if (s->nfree) {
 					lists[nl].s = s;
@@ -448,6 +496,8 @@ unsigned int cache_refill(struct uslab_cache *c, void **dst, unsigned int want)
 				got += k;
 				took += k;
 			}
+			slab_assert_counts(s);
+			USLAB_ASSERT(n->nr_free >= took && (!was_empty || !took || n->nr_empty));
 			n->nr_free -= took;
 			if (was_empty && took)
 				n->nr_empty--;
@@ -456,6 +506,7 @@ unsigned int cache_refill(struct uslab_cache *c, void **dst, unsigned int want)
 				partial_del(n, s);
 				s->state = SLAB_FULL;
 			}
+			node_assert_counts(n);
 		}
 		exhausted = list_empty(&n->partial);
 		ulock_unlock(&n->lock);
@@ -477,6 +528,7 @@ unsigned int cache_refill(struct uslab_cache *c, void **dst, unsigned int want)
 			break;
 		slab_setup(c, s);
 		got += slab_carve(c, s, dst + got, want - got);
+		USLAB_ASSERT(s->state == SLAB_NEW && !s->nfree && s->bump);
 		ulock_lock(&n->lock);
 		n->nr_slabs++;
 		n->nr_objects += s->objects;
@@ -489,6 +541,7 @@ unsigned int cache_refill(struct uslab_cache *c, void **dst, unsigned int want)
 			/* NEW -> FULL */
 			s->state = SLAB_FULL;
 		}
+		node_assert_counts(n);
 		ulock_unlock(&n->lock);
 	}
 	if (got < want)
@@ -526,10 +579,12 @@ void cache_shrink_node(struct uslab_cache *c)
 		struct slab *s = list_entry(pos, struct slab, list);
 
 		if (slab_is_empty(s)) {
+			USLAB_ASSERT(n->nr_empty); /* every empty PARTIAL slab is counted */
 			n->nr_empty--;
 			slab_discard(c, s, &release);
 		}
 	}
+	USLAB_ASSERT(!n->nr_empty);
 	ulock_unlock(&n->lock);
 	release_slabs(release);
 }
@@ -641,9 +696,12 @@ unsigned long cache_release_all(struct uslab_cache *c)
 	ulock_lock(&n->lock);
 	live = n->nr_objects - n->nr_free;
 	if (!live) {
-		/* Nothing is allocated, so every slab is on the partial list. */
-		while (!list_empty(&n->partial))
+		/* Nothing is allocated, so every slab is on the partial list, empty. */
+		USLAB_ASSERT(n->nr_empty == n->nr_partial && n->nr_partial == n->nr_slabs);
+		while (!list_empty(&n->partial)) {
+			n->nr_empty--;
 			slab_discard(c, list_first_entry(&n->partial, struct slab, list), &release);
+		}
 	}
 	ulock_unlock(&n->lock);
 	release_slabs(release);

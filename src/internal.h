@@ -96,8 +96,14 @@
 /* Slabs go up to 2^SLAB_MAX_ORDER pages (32 MiB). */
 #define SLAB_MAX_ORDER 13
 
+/*
+ * The state of a slab (struct slab.state). The transitions are tabled at
+ * the top of cache.c (the cache's) and of os.c (the slots'), and checked
+ * with USLAB_ASSERT where they happen.
+ */
 enum slab_state {
-	SLAB_FREE = 0, /* slot of an arena, owned by os.c */
+	SLAB_FREE = 0, /* slot of an arena, owned by os.c; or off its node on
+			  a release chain, on its way back to os.c */
 	SLAB_NEW,      /* just taken by a cache, not yet on any list */
 	SLAB_PARTIAL,  /* on the node partial list: some objects free */
 	SLAB_FULL,     /* no free object in the slab; on no list */
@@ -113,6 +119,7 @@ enum slab_state {
  * table, never inside the slab, so object -> slab is arithmetic.
  * Fields other than @cache, @base, @objects are protected by the owning
  * cache's node lock once the slab is on a list (state PARTIAL or FULL).
+ * Always nfree <= bump <= objects.
  *
  * A slab is on at most one list at a time, so one pointer pair serves
  * them all: @list links the doubly linked lists (src/list.h), @next the

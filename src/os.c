@@ -19,7 +19,8 @@
  *     os_slab_alloc or os_slab_free, oldest first. So a slab stays resident
  *     longer than the delay until the next os call, and a backlog (or
  *     retained bytes beyond the budget) shrinks by a batch per call.
- *     pre: s->cache == NULL.
+ *     pre: s->cache == NULL, and @s is a slab os_slab_alloc() returned
+ *     and not freed since (state NEW, or FREE after its cache's use).
  *   - os_purge() returns every page retained when it was called, in
  *     batches (shrink, destroy).
  *   - os_slab_lookup(p) maps any address to its slab descriptor in O(1)
@@ -40,7 +41,18 @@
  * thread, which is returning its pages outside the lock: on the purging
  * list, counted in a->npurging, so nobody can allocate it and its arena is
  * not released meanwhile), free (on a->free; pages returned with
- * MADV_DONTNEED). When an arena has no used or purging slot and another
+ * MADV_DONTNEED). As enum slab_state (cache.c has a used slab's states):
+ *
+ *   fresh, FREE -> NEW   os_slab_alloc: a free or fresh slot
+ *   DIRTY -> NEW         os_slab_alloc: the newest dirty slot of the order
+ *   NEW, FREE -> DIRTY   os_slab_free (cache == NULL)
+ *   DIRTY -> PURGING     purge_pick: the oldest due dirty slot
+ *   PURGING -> FREE      purge_done, after its madvise
+ *   PURGING -> DIRTY     os_fork_child: a purge the fork interrupted
+ *
+ * The doubly linked lists (dirty, purging) go through struct slab.list,
+ * a->free through struct slab.next. USLAB_CHECKS builds assert each
+ * transition. When an arena has no used or purging slot and another
  * arena of its order exists, it is detached (registry cleared, dirty slots
  * dropped), then its memory is unmapped and its descriptor table put in
  * the pool for reuse by the next arena of the same order.
@@ -111,6 +123,7 @@ static uint64_t now_ms(void)
 /* Under os_lock: make the dirty list heads point to themselves on first use. */
 static void lists_init(void)
 {
+	USLAB_ASSERT(ulock_held(&os_lock));
 	for (unsigned int i = 0; i <= SLAB_MAX_ORDER; i++) {
 		struct list_node *d = &orders[i].dirty;
 
@@ -224,6 +237,7 @@ static void arena_install(struct arena *a)
 {
 	struct os_order *o = &orders[a->order];
 
+	USLAB_ASSERT(ulock_held(&os_lock));
 	a->next = o->arenas;
 	o->arenas = a;
 	o->narenas++;
@@ -241,15 +255,18 @@ static void arena_check(struct arena *a, struct arena **rel)
 	struct os_order *o = &orders[a->order];
 	struct arena **pp = &o->arenas;
 
+	USLAB_ASSERT(ulock_held(&os_lock));
 	if (a->nused || a->npurging || o->narenas < 2)
 		return;
 	for (unsigned int i = 0; a->ndirty && i < a->nfresh; i++) {
 		if (a->slabs[i].state == SLAB_DIRTY) {
+			USLAB_ASSERT(dirty_bytes >= PAGE_SIZE << a->order);
 			list_del(&a->slabs[i].list);
 			dirty_bytes -= PAGE_SIZE << a->order;
 			a->ndirty--;
 		}
 	}
+	USLAB_ASSERT(!a->ndirty);
 	while (*pp != a)
 		pp = &(*pp)->next;
 	*pp = a->next;
@@ -315,6 +332,7 @@ static unsigned int purge_pick(struct slab **v, unsigned int max, size_t max_byt
 	unsigned int n = 0;
 	size_t bytes = 0;
 
+	USLAB_ASSERT(ulock_held(&os_lock));
 	while (n < max && bytes < max_bytes && dirty_bytes) {
 		struct slab *oldest = NULL;
 		struct arena *a;
@@ -333,8 +351,10 @@ static unsigned int purge_pick(struct slab **v, unsigned int max, size_t max_byt
 		if (!oldest || (oldest->freed_ms >= deadline && dirty_bytes <= keep))
 			break;
 		/* DIRTY -> PURGING */
+		USLAB_ASSERT(oldest->state == SLAB_DIRTY && !oldest->cache);
 		size = PAGE_SIZE << oldest->order;
 		a = arena_of(oldest->base);
+		USLAB_ASSERT(dirty_bytes >= size && a->ndirty);
 		list_del(&oldest->list);
 		dirty_bytes -= size;
 		a->ndirty--;
@@ -370,11 +390,13 @@ static void purge_madvise(struct slab *const *v, unsigned int n)
 /* Make purged slots free; detach arenas left idle onto *@rel. Under os_lock. */
 static void purge_done(struct slab *const *v, unsigned int n, struct arena **rel)
 {
+	USLAB_ASSERT(ulock_held(&os_lock));
 	for (unsigned int i = 0; i < n; i++) {
 		struct slab *s = v[i];
 		struct arena *a = arena_of(s->base);
 
 		/* PURGING -> FREE */
+		USLAB_ASSERT(s->state == SLAB_PURGING && a->npurging);
 		list_del(&s->list);
 		s->state = SLAB_FREE;
 		s->next = a->free;
@@ -413,8 +435,10 @@ static struct slab *slot_of_arena(struct arena *a)
 {
 	struct slab *s;
 
+	USLAB_ASSERT(ulock_held(&os_lock));
 	if (a->free) {
 		s = a->free;
+		USLAB_ASSERT(s->state == SLAB_FREE && !s->cache);
 		a->free = s->next;
 	} else {
 		unsigned int idx = a->nfresh++;
@@ -437,12 +461,15 @@ static struct slab *slot_take(unsigned int order)
 	struct arena *a;
 	struct slab *s;
 
+	USLAB_ASSERT(ulock_held(&os_lock));
 	if (!list_empty(&o->dirty)) {
 		/* The most recently freed slab: its pages are still warm. */
 		s = list_first_entry(&o->dirty, struct slab, list);
+		USLAB_ASSERT(s->state == SLAB_DIRTY && !s->cache && s->order == order);
 		list_del(&s->list);
 		dirty_bytes -= PAGE_SIZE << order;
 		a = arena_of(s->base);
+		USLAB_ASSERT(a->ndirty);
 		a->ndirty--;
 		a->nused++;
 		/* DIRTY -> NEW */
@@ -506,6 +533,8 @@ void os_slab_free(struct slab *s)
 	unsigned int n;
 	uint64_t now;
 
+	/* A slab os_slab_alloc() gave (NEW), or its cache let go of (FREE): not twice. */
+	USLAB_ASSERT(!s->cache && (s->state == SLAB_NEW || s->state == SLAB_FREE));
 	asan_unpoison(s->base, size);
 	ulock_lock(&os_lock);
 	/* Read under the lock, so every dirty list is in order of freed_ms. */
@@ -518,6 +547,7 @@ void os_slab_free(struct slab *s)
 	list_add(&s->list, &o->dirty);
 	dirty_bytes += size;
 	a->ndirty++;
+	USLAB_ASSERT(a->nused);
 	a->nused--;
 	n = purge_due(v, now);
 	arena_check(a, &rel);
@@ -589,6 +619,7 @@ void os_fork_child(void)
 		struct arena *a = arena_of(s->base);
 
 		/* PURGING -> DIRTY, at the tail: the oldest */
+		USLAB_ASSERT(s->state == SLAB_PURGING && a->npurging);
 		list_move_tail(&s->list, &orders[s->order].dirty);
 		s->state = SLAB_DIRTY;
 		dirty_bytes += PAGE_SIZE << s->order;

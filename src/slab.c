@@ -45,9 +45,10 @@ NO_SANITIZE_ADDRESS void fp_set(const struct uslab_cache *c, void *obj, void *ne
 	*slot = (void *)((uintptr_t)next ^ fp_key(c, slot));
 }
 
-/* Make a slab fresh from os.c belong to @c; construct its objects. */
+/* Make a slab fresh from os.c (NEW, no owner) belong to @c; construct its objects. */
 void slab_setup(struct uslab_cache *c, struct slab *s)
 {
+	USLAB_ASSERT(s->state == SLAB_NEW && !s->cache && s->order == c->order);
 	s->freelist = NULL;
 	s->nfree = 0;
 	s->bump = 0;
@@ -68,6 +69,7 @@ unsigned int slab_carve(struct uslab_cache *c, struct slab *s, void **dst, unsig
 
 	if (k > max)
 		k = max;
+	USLAB_ASSERT(s->bump <= s->objects);
 	for (unsigned int i = 0; i < k; i++, obj += c->size)
 		dst[i] = obj;
 	s->bump += k;
