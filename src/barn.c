@@ -13,10 +13,11 @@
  * USLAB_BARN_MAX_FULL, USLAB_BARN_MAX_EMPTY). A full sheaf refused for lack
  * of room is flushed to slabs by the caller; an empty one is freed.
  *
- * Lock: barn->lock (4th in the lock order) protects both stacks and the
- * counts. It is never held together with the node lock; flushing happens
- * after the sheaf has left the barn. The counts are also read without the
- * lock, to skip a trip to an empty barn: they are written with WRITE_ONCE.
+ * Lock: barn->lock (rank 9, LOCK_BARN, in src/lock.h) protects both
+ * stacks and the counts. It is never held together with the node lock;
+ * flushing happens after the sheaf has left the barn. The counts are also
+ * read without the lock, to skip a trip to an empty barn: they are written
+ * with WRITE_ONCE.
  */
 #include "internal.h"
 

@@ -4,21 +4,14 @@
  * partial list, refill and flush of objects in batches, create, destroy,
  * shrink, and the list of all caches.
  *
- * Lock order (the whole library's; see also internal.h):
+ * Locks (ranks in src/lock.h, the one copy of the lock order):
  *
- *   1. caches_lock   - the list of caches and the cache id bitmap; held
- *                      across create and destroy.
- *   2. threads_lock  - the list of thread states (thread.c).
- *   3. tstate->lock  - one thread's sheaves (thread.c); the owner holds it
- *                      in its slow paths, others only to drain a thread
- *                      (destroy, fork).
- *   4. barn->lock    - a cache's barn (barn.c).
- *   5. node->lock    - a cache's partial list, every slab freelist and bump
- *                      index of slabs on a list, and the node counters.
- *   6. os_lock       - arenas (os.c).
- *
- * barn->lock and node->lock are never held together: a sheaf leaves the
- * barn before it is flushed.
+ *   caches_lock  (rank 2, LOCK_CACHES) - the list of caches and the cache
+ *                id bitmap; held across create and destroy.
+ *   node->lock   (rank 10, LOCK_NODE) - a cache's partial list, every slab
+ *                freelist and bump index of slabs on a list, and the node
+ *                counters. Never held with the barn lock: a sheaf leaves
+ *                the barn before it is flushed.
  *
  * Slab states (struct slab.state, enum slab_state in internal.h):
  *

@@ -30,9 +30,9 @@
  * slabs (cache_release_slabs_now). It makes no liburcu call while holding
  * any lock but round_lock.
  *
- * Locks (src/internal.h has the order): round_lock, held across a round
+ * Locks (ranks in src/lock.h): round_lock (rank 1), held across a round
  * (grace period and release), taken first by fork, so no grace period of
- * ours is in progress at fork; gp_lock, a mutex with one condition
+ * ours is in progress at fork; gp_lock (rank 3), a mutex with one condition
  * variable, protecting the start of the monitor and the barrier
  * generations, and where barrier and throttled callers wait. Waits are not
  * cancellation points: cancellation is disabled around them (a cancelled

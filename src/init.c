@@ -8,11 +8,10 @@
  * fork handlers.
  *
  * Fork: before fork() the forking thread takes every lock in the lock order
- * (rcu.c's gp_lock, caches_lock, rcu.c's locks, threads_lock, every thread
- * state, every barn, every node, os_lock), so no lock is held halfway
- * through an update in the child. The
- * parent releases them; the child re-initialises them and hands the sheaves
- * of the threads that do not exist in the child back to their caches.
+ * of src/lock.h, rank 1 to 11 (fork_prepare() below), so no lock is held
+ * halfway through an update in the child. The parent releases them; the
+ * child re-initialises them and hands the sheaves of the threads that do
+ * not exist in the child back to their caches.
  */
 #include <pthread.h>
 

@@ -57,7 +57,7 @@
  * dropped), then its memory is unmapped and its descriptor table put in
  * the pool for reuse by the next arena of the same order.
  *
- * Lock: os_lock (last in the lock order) protects the per-order lists and
+ * Lock: os_lock (rank 11, LOCK_OS, the last in src/lock.h) protects the per-order lists and
  * all slot bookkeeping. It is taken once per slab, never per object, and
  * no system call is made under it: an os call takes it once, then again
  * after its madvise (purge) or mmap (new arena) calls to finish the

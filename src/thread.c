@@ -14,11 +14,12 @@
  * thread touches one cache line per cache it uses) and recycled through a
  * pool when threads exit, so thread churn costs no system call.
  *
- * Locks: threads_lock (2nd in the lock order) protects the list of live
- * states and the pool; tstate->lock (3rd) protects a state's table as a
- * whole. The owner takes its own lock in slow paths only; the fast path
- * does not (other threads touch a table only to drain a cache that the
- * program promised not to use concurrently, or after fork).
+ * Locks: threads_lock (rank 7, LOCK_THREADS, in src/lock.h) protects the
+ * list of live states and the pool; tstate->lock (rank 8, LOCK_TSTATE)
+ * protects a state's table as a whole. The owner takes its own lock in
+ * slow paths only; the fast path does not (other threads touch a table
+ * only to drain a cache that the program promised not to use
+ * concurrently, or after fork).
  */
 #include <pthread.h>
 #include <string.h>
