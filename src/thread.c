@@ -7,12 +7,15 @@
  * A thread that has never entered a slow path points uslab_priv_pcs_table
  * (exported for the inline fast path, uslab/fastpath.h) at a table of
  * zeros shared by all such threads, so both fast paths take their slow
- * path, which starts the thread (thread_pcs). Entry 0 of every table stays
- * zero for ever: caches without sheaves use it.
+ * path, which starts the thread (thread_start_self). Entry 0 of every
+ * table stays zero for ever: caches without sheaves use it.
  *
- * States are mmap'ed once (about 256 KiB of address space each, of which a
- * thread touches one cache line per cache it uses) and recycled through a
- * pool when threads exit, so thread churn costs no system call.
+ * States are mmap'ed once and recycled through a pool when threads exit,
+ * so thread churn costs no system call. A state is a one-line header and a
+ * table of one struct pcs (two cache lines) per cache id 0..USLAB_MAX_CACHES:
+ * 64 + 4097 * 128 bytes, 516 KiB of address space once rounded up to pages
+ * (asserted below), of which a thread touches the two lines of each cache
+ * it uses (its fast path only the first).
  *
  * Locks: threads_lock (rank 7, LOCK_THREADS, in src/lock.h) protects the
  * list of live states and the pool; tstate->lock (rank 8, LOCK_TSTATE)
@@ -37,6 +40,12 @@ struct tstate {
 	struct pcs table[PCS_ENTRIES] CACHELINE_ALIGNED;
 };
 
+/* What the top comment says a state costs (update it with USLAB_MAX_CACHES). */
+_Static_assert(sizeof(struct tstate) == CACHELINE + PCS_ENTRIES * sizeof(struct pcs),
+	       "a state is a one-line header and its table");
+_Static_assert(ALIGN_UP(sizeof(struct tstate), PAGE_SIZE) == 516 << 10,
+	       "a state is 516 KiB of address space");
+
 static struct pcs dummy_table[PCS_ENTRIES] CACHELINE_ALIGNED;
 __thread char *uslab_priv_pcs_table __attribute__((tls_model("initial-exec"))) =
 	(char *)dummy_table;
@@ -55,7 +64,7 @@ static void pool_put(struct tstate *st)
 	pool = st;
 }
 
-/* Drain every cache of @st. Called with st->lock held. */
+/* Drain every cache of @st. Called with st->lock held (or in the child of a fork). */
 static void tstate_drain(struct tstate *st)
 {
 	for (unsigned int id = 1; id <= st->max_id; id++)
