@@ -567,8 +567,7 @@ void cache_shrink_node(struct uslab_cache *c)
 	struct list_node *pos, *tmp;
 
 	ulock_lock(&n->lock);
-	list_for_each_safe(pos, tmp, &n->partial)
-	{
+	list_for_each_safe(pos, tmp, &n->partial) {
 		struct slab *s = list_entry(pos, struct slab, list);
 
 		if (slab_is_empty(s)) {
@@ -708,12 +707,10 @@ void cache_fork_prepare(void)
 {
 	struct uslab_cache *c;
 
-	list_for_each_entry(c, &caches, list)
-	{
+	list_for_each_entry(c, &caches, list) {
 		ulock_lock(&c->barn.lock);
 	}
-	list_for_each_entry(c, &caches, list)
-	{
+	list_for_each_entry(c, &caches, list) {
 		ulock_lock(&c->node.lock);
 	}
 }
@@ -722,8 +719,7 @@ void cache_fork_parent(void)
 {
 	struct uslab_cache *c;
 
-	list_for_each_entry(c, &caches, list)
-	{
+	list_for_each_entry(c, &caches, list) {
 		ulock_unlock(&c->node.lock);
 		ulock_unlock(&c->barn.lock);
 	}
@@ -733,8 +729,7 @@ void cache_fork_child(void)
 {
 	struct uslab_cache *c;
 
-	list_for_each_entry(c, &caches, list)
-	{
+	list_for_each_entry(c, &caches, list) {
 		ulock_init(&c->node.lock);
 		ulock_init(&c->barn.lock);
 	}

@@ -61,9 +61,8 @@
  * program's, a C++ thread_local) appends to one shared orphan block under
  * hq_lock instead: the exited thread is never listed again.
  *
- * Locks (src/internal.h has the whole order): list_lock protects the list
- * of threads the monitor scans; it is taken after gp.c's gp_lock and
- * before hq_lock, pool_lock and every lock below. hq_lock protects the
+ * Locks (ranks 4 to 6 in src/lock.h, which has the whole order): list_lock
+ * protects the list of threads the monitor scans. hq_lock protects the
  * emergency list and the orphan block, and may be held while a block is
  * taken from the pool; pool_lock protects the spare blocks and may be
  * held while a block is allocated (node lock, os_lock).
@@ -364,8 +363,7 @@ static void *rcu_gather(bool scan, bool all)
 		ulock_lock(&R.list_lock);
 		struct list_node *pos;
 
-		list_for_each(pos, &R.threads)
-		{
+		list_for_each(pos, &R.threads) {
 			b = steal(list_entry(pos, struct rcu_tls, link), all);
 			if (b) {
 				b->next = batch.blocks;
@@ -698,8 +696,7 @@ void rcu_fork_child(void)
 	ulock_init(&R.pool_lock);
 	ulock_init(&R.hq_lock);
 	/* Every block to the queue, ours too: our next free starts a monitor. */
-	list_for_each_safe(pos, tmp, &R.threads)
-	{
+	list_for_each_safe(pos, tmp, &R.threads) {
 		struct rcu_tls *t = list_entry(pos, struct rcu_tls, link);
 
 		if (t->cur)

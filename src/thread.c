@@ -166,8 +166,7 @@ void thread_drain_cache(struct uslab_cache *c)
 	struct tstate *st;
 
 	ulock_lock(&threads_lock);
-	list_for_each_entry(st, &threads, link)
-	{
+	list_for_each_entry(st, &threads, link) {
 		ulock_lock(&st->lock);
 		if (st->table[c->id].cache == c)
 			pcs_drain(&st->table[c->id]);
@@ -184,8 +183,7 @@ void thread_sum_events(const struct uslab_cache *c, uint64_t *ev)
 	if (c->id <= 0)
 		return;
 	ulock_lock(&threads_lock);
-	list_for_each_entry(st, &threads, link)
-	{
+	list_for_each_entry(st, &threads, link) {
 		ulock_lock(&st->lock);
 		if (st->table[c->id].cache == c)
 			pcs_events_sum(&st->table[c->id], ev);
@@ -216,8 +214,7 @@ void thread_fork_prepare(void)
 	struct tstate *st;
 
 	ulock_lock(&threads_lock);
-	list_for_each_entry(st, &threads, link)
-	{
+	list_for_each_entry(st, &threads, link) {
 		ulock_lock(&st->lock);
 	}
 }
@@ -226,8 +223,7 @@ void thread_fork_parent(void)
 {
 	struct tstate *st;
 
-	list_for_each_entry(st, &threads, link)
-	{
+	list_for_each_entry(st, &threads, link) {
 		ulock_unlock(&st->lock);
 	}
 	ulock_unlock(&threads_lock);
@@ -244,12 +240,10 @@ void thread_fork_child(void)
 	struct tstate *st;
 
 	ulock_init(&threads_lock);
-	list_for_each_entry(st, &threads, link)
-	{
+	list_for_each_entry(st, &threads, link) {
 		ulock_init(&st->lock);
 	}
-	list_for_each_safe(pos, tmp, &threads)
-	{
+	list_for_each_safe(pos, tmp, &threads) {
 		st = list_entry(pos, struct tstate, link);
 		if (st == tls_state)
 			continue;
