@@ -36,6 +36,15 @@ extern "C" {
 #define USLAB_API
 #define USLAB_MALLOC_ATTR
 #endif
+/* The pointer argument @n is an address only: its bytes are not read (no uninitialised warning). */
+#if defined(__has_attribute) && !defined(USLAB_NO_ACCESS)
+#if __has_attribute(access)
+#define USLAB_NO_ACCESS(n) __attribute__((access(none, n)))
+#endif
+#endif
+#ifndef USLAB_NO_ACCESS
+#define USLAB_NO_ACCESS(n)
+#endif
 
 /* Cache creation flags (values follow the kernel's SLAB_* flags). */
 /** USLAB_HWCACHE_ALIGN - align objects on a cache line (halved for small objects, like SLAB_HWCACHE_ALIGN). */
@@ -113,7 +122,9 @@ USLAB_API struct uslab_cache *uslab_cache_create(const char *name, size_t size,
  * USLAB_TYPESAFE_BY_RCU cache it waits for a grace period
  * (uslab_rcu_barrier()): not inside a read-side critical section.
  * Return: 0 - destroyed, every slab given back to the OS;
- *         -EBUSY - objects are live, nothing destroyed.
+ *         -EBUSY - objects are live, nothing destroyed;
+ *         -EPERM - @c belongs to uslab (a kmalloc size class), nothing
+ *                  destroyed (a one-line complaint on stderr).
  */
 USLAB_API int uslab_cache_destroy(struct uslab_cache *c);
 
@@ -275,19 +286,22 @@ USLAB_API void uslab_thread_flush(void);
  * Context: any thread.
  * Return: 1 if @p lies in a live slab, 0 otherwise.
  */
-USLAB_API int uslab_owns(const void *p);
+USLAB_API USLAB_NO_ACCESS(1) int uslab_owns(const void *p);
 
 /**
  * uslab_cache_of - the cache an object belongs to.
  * @p: an object address (or any address inside a live slab).
  *
  * Context: any thread.
- * Return: the cache, or NULL if @p is not inside a live slab.
+ * Return: the cache; NULL if @p is not inside a live slab, or is inside a
+ * large kmalloc object (those belong to no cache: free them with
+ * uslab_kfree()).
  */
-USLAB_API struct uslab_cache *uslab_cache_of(const void *p);
+USLAB_API USLAB_NO_ACCESS(1) struct uslab_cache *uslab_cache_of(const void *p);
 
 #include <uslab/rcu.h>
 #include <uslab/fastpath.h>
+#include <uslab/kmalloc.h>
 #include <uslab/magazine.h>
 
 #ifdef __cplusplus

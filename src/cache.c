@@ -58,6 +58,7 @@ struct ulock caches_lock = ULOCK_INIT_RANK(LOCK_CACHES);
 static struct list_node caches = LIST_HEAD_INIT(caches); /* struct uslab_cache.list */
 static uint64_t id_map[(USLAB_MAX_CACHES + 1 + 63) / 64];
 static struct uslab_cache cache_cache; /* holds struct uslab_cache */
+static struct uslab_cache large_cache; /* owns large objects (cache_large_alloc) */
 
 /* ------------------------------------------------------------ layout */
 
@@ -95,10 +96,10 @@ static unsigned int calc_slab_order(unsigned int size, unsigned int min_order,
  * objects per slab (tunable), the least waste first, orders up to max_order,
  * and beyond that the order that fits one object.
  */
-static int calculate_order(unsigned int size)
+static int calculate_order(unsigned int size, unsigned int max_order)
 {
 	unsigned int min_objects = usl_opt.min_objects;
-	unsigned int max_order = usl_opt.max_order;
+
 	unsigned int max_objects, min_order, order;
 
 	if (!min_objects)
@@ -166,7 +167,11 @@ static int cache_setup(struct uslab_cache *c, const char *name, size_t size, siz
 	}
 	c->size = (unsigned int)ALIGN_UP(sz, a);
 	c->align = (unsigned int)a;
-	order = calculate_order(c->size);
+	/* kmalloc's large classes need larger slabs to waste little (doc/design.md). */
+	order = calculate_order(c->size,
+				(flags & CACHE_KMALLOC) && usl_opt.max_order < KMALLOC_MAX_ORDER ?
+					KMALLOC_MAX_ORDER :
+					usl_opt.max_order);
 	if (order < 0)
 		return -EINVAL;
 	c->order = (unsigned int)order;
@@ -226,7 +231,17 @@ int cache_init_internal(struct uslab_cache *c, const char *name, size_t size)
 
 int cache_bootstrap(void)
 {
-	return cache_init_internal(&cache_cache, "uslab_cache", sizeof(struct uslab_cache));
+	int err = cache_init_internal(&cache_cache, "uslab_cache", sizeof(struct uslab_cache));
+
+	if (!err)
+		err = cache_init_internal(&large_cache, "kmalloc-large", PAGE_SIZE);
+	if (!err) {
+		/* One object per slab, at its base; order 0 for the free path's page mask. */
+		large_cache.flags |= CACHE_LARGE;
+		large_cache.order = 0;
+		large_cache.objects = 1;
+	}
+	return err;
 }
 
 /* ------------------------------------------------------ node lists */
@@ -421,6 +436,10 @@ void cache_free_objects(struct uslab_cache *c, void **p, size_t n, unsigned int 
 
 	while (i < n) {
 		i = build_detached_freelist(c, n, p, i, lookahead, &df[nd]);
+		if (unlikely(df[nd].slab && (df[nd].slab->cache->flags & CACHE_LARGE))) {
+			cache_large_free(df[nd].slab); /* one object, its own slab */
+			continue;
+		}
 		if (df[nd].slab && ++nd == FREE_GROUPS) {
 			node_put_groups(df, nd, &release);
 			nd = 0;
@@ -608,6 +627,80 @@ void cache_node_stats(struct uslab_cache *c, struct uslab_cache_stats *st)
 	for (int i = 0; i < USLAB_STAT_NR_ITEMS; i++)
 		st->events[i] = n->ev[i];
 	ulock_unlock(&n->lock);
+}
+
+/* --------------------------------------------------- large objects */
+
+/*
+ * Large objects (kmalloc above its largest class) are slabs of one object
+ * owned by large_cache, which has no sheaves: 2^order pages from os.c, the
+ * object at the slab's base, its usable size in s->large_size. Their node
+ * counts them (nr_slabs = nr_objects = large objects live); free objects
+ * do not exist: a freed one goes straight back to os.c.
+ *
+ *   NEW -> FULL   cache_large_alloc
+ *   FULL -> FREE  cache_large_free, then os_slab_free
+ */
+
+/*
+ * cache_large_alloc - a large object of @size bytes (usable: rounded up
+ * to a page), aligned to @align (a power of two up to ARENA_GRANULE).
+ * Return: its slab (the object at s->base, s->zeroed set when it reads as
+ * zeros); NULL with errno ENOMEM.
+ */
+struct slab *cache_large_alloc(size_t size, size_t align)
+{
+	size_t bytes = ALIGN_UP(size, PAGE_SIZE);
+	unsigned int order = get_order(bytes > align ? bytes : align);
+	struct node *n = &large_cache.node;
+	struct slab *s;
+
+	USLAB_ASSERT(size && size <= (PAGE_SIZE << OS_MAX_ORDER) && align <= (1ul << ARENA_SHIFT));
+	s = os_slab_alloc(order);
+	if (!s)
+		return NULL;
+	USLAB_ASSERT(s->state == SLAB_NEW && !s->cache);
+	s->freelist = NULL;
+	s->nfree = 0;
+	s->bump = s->objects = 1;
+	s->large_size = bytes;
+	/* Beyond the usable size: an ASan report, as past any object. */
+	asan_poison(s->base + bytes, (PAGE_SIZE << order) - bytes);
+	ulock_lock(&n->lock);
+	n->nr_slabs++;
+	n->nr_objects++;
+	node_stat(n, USLAB_STAT_SLAB_NEW);
+	ulock_unlock(&n->lock);
+	/* NEW -> FULL */
+	s->state = SLAB_FULL;
+	__atomic_store_n(&s->cache, &large_cache, __ATOMIC_RELEASE);
+	return s;
+}
+
+/* Give a large object's slab back to os.c (FULL -> FREE). */
+void cache_large_free(struct slab *s)
+{
+	struct node *n = &large_cache.node;
+
+	USLAB_ASSERT(s->cache == &large_cache && s->state == SLAB_FULL);
+	ulock_lock(&n->lock);
+	USLAB_ASSERT(n->nr_slabs && n->nr_objects);
+	n->nr_slabs--;
+	n->nr_objects--;
+	node_stat(n, USLAB_STAT_SLAB_FREE);
+	ulock_unlock(&n->lock);
+	s->state = SLAB_FREE;
+	__atomic_store_n(&s->cache, NULL, __ATOMIC_RELEASE);
+	os_slab_free(s);
+}
+
+struct uslab_cache *uslab_cache_of(const void *p)
+{
+	struct slab *s = os_slab_lookup(p);
+	struct uslab_cache *c = s ? __atomic_load_n(&s->cache, __ATOMIC_ACQUIRE) : NULL;
+
+	/* A large kmalloc object belongs to no cache a program may use. */
+	return c && !(c->flags & CACHE_LARGE) ? c : NULL;
 }
 
 /* ------------------------------------------------ descriptor, list */

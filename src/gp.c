@@ -234,10 +234,15 @@ int gp_start(void)
 	return gp_prestart();
 }
 
+/* This thread is in pthread_create() for the monitor (under G.lock). */
+static __thread bool tls_creating;
+
 int gp_prestart(void)
 {
 	int ret = 0;
 
+	if (tls_creating)
+		return -1; /* a malloc of pthread_create() freeing through uslab */
 	mutex_lock_ranked(&G.lock, LOCK_GP);
 	if (!G.started) {
 		uint64_t now = now_ms();
@@ -252,10 +257,13 @@ int gp_prestart(void)
 			pthread_sigmask(SIG_SETMASK, &all, &old);
 			pthread_attr_init(&attr);
 			pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-			if (!pthread_create(&tid, &attr, monitor_main, NULL)) {
+			/* It may allocate, with libuslab-malloc.so through uslab. */
+			tls_creating = true;
+			ret = pthread_create(&tid, &attr, monitor_main, NULL) ? -1 : 0;
+			tls_creating = false;
+			if (!ret) {
 				G.started = true;
 				atomic_store(&G.start_needed, false);
-				ret = 0;
 			} else {
 				G.retry_ms = now + GP_RETRY_MS;
 			}

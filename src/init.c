@@ -19,6 +19,7 @@
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_error;
+static __thread bool tls_starting; /* this thread runs do_init() */
 
 static void fork_prepare(void)
 {
@@ -57,6 +58,7 @@ static void do_init(void)
 {
 	int err;
 
+	tls_starting = true;
 	options_init();
 	err = cache_bootstrap();
 	if (!err)
@@ -70,6 +72,16 @@ static void do_init(void)
 	if (!err)
 		err = pthread_atfork(fork_prepare, fork_parent, fork_child);
 	init_error = err;
+	tls_starting = false;
+}
+
+/*
+ * Whether the calling thread is starting the library: a malloc the C
+ * library makes meanwhile must not wait for the start-up (kmalloc.c).
+ */
+bool usl_starting_self(void)
+{
+	return tls_starting;
 }
 
 /* Return: 0, or -1 with errno set when the library cannot start. */

@@ -21,12 +21,17 @@
  *   9  rcu        rcu.c       kfree_rcu front end: blocks of pointers
  *  10  magazine   magazine.c  caller-owned caches and free batches
  *  11  lifecycle  lifecycle.c create, destroy, shrink, stats: orchestrates
- *  12  init       init.c      start-up, fork handlers: wires every layer
+ *  12  kmalloc    kmalloc.c   size classes (caches it creates through
+ *                             lifecycle.c) and large objects (cache.c)
+ *  13  init       init.c      start-up, fork handlers: wires every layer
+ *
+ * libuslab-malloc.so (malloc.c) sits above all of them and uses only the
+ * public API (<uslab.h>), as any program does.
  *
  * Services any layer may call: debug.c (usl_bug, usl_warn, assertions),
  * options.c (usl_opt), stats.c (counter names), lock.c (the lock and its
  * order check, src/lock.h); and usl_init(), the lazy start-up that the
- * first slow path of any layer may trigger.
+ * first slow path of any layer may trigger (with usl_starting_self()).
  *
  * Exceptions, each the one way a lower layer reaches a higher one:
  *   cache.c -> gp.c    gp_defer_slabs(): the lock-free hand-off of
@@ -53,6 +58,8 @@
 #include "lock.h"
 /* The library defines the real uslab_cache_alloc/free: no inline macros. */
 #define USLAB_NO_INLINE 1
+/* Its definitions do read around the pointers that callers only pass. */
+#define USLAB_NO_ACCESS(n)
 #include "uslab.h"
 
 #define likely(x) __builtin_expect(!!(x), 1)
@@ -93,8 +100,10 @@
 #define PAGE_SIZE (1ul << PAGE_SHIFT)
 /* Arenas are naturally aligned multiples of 2^ARENA_SHIFT bytes. */
 #define ARENA_SHIFT 26
-/* Slabs go up to 2^SLAB_MAX_ORDER pages (32 MiB). */
+/* Slabs of caches go up to 2^SLAB_MAX_ORDER pages (32 MiB). */
 #define SLAB_MAX_ORDER 13
+/* Huge slabs (kmalloc's large objects) up to 2^OS_MAX_ORDER pages (64 TiB). */
+#define OS_MAX_ORDER 34
 
 /*
  * The state of a slab (struct slab.state). The transitions are tabled at
@@ -133,15 +142,19 @@ struct slab {
 	uint32_t objects;	   /* objects in the slab */
 	uint8_t state;		   /* enum slab_state */
 	uint8_t order;		   /* the slab is 2^order pages */
-	uint16_t pad;
+	uint8_t zeroed;		   /* os.c gave it reading as zeros */
+	uint8_t pad;
 	union {
 		/* PARTIAL: the node partial list; DIRTY, PURGING: os.c's lists */
 		struct list_node list;
 		/* FREE: a release chain (cache.c, gp.c) or an arena's free slots */
 		struct slab *next;
 	};
-	char *base;	   /* first byte of the slab */
-	uint64_t freed_ms; /* DIRTY: when os.c got it back */
+	char *base; /* first byte of the slab */
+	union {
+		uint64_t freed_ms;   /* DIRTY: when os.c got it back */
+		uint64_t large_size; /* a large object's slab: its usable bytes */
+	};
 };
 
 _Static_assert(sizeof(struct slab) == CACHELINE, "a slab descriptor is one cache line");
@@ -213,6 +226,10 @@ struct barn {
 
 /* Flags a cache keeps internally, above the public ones. */
 #define CACHE_INTERNAL 0x80000000u /* uslab's own metadata cache */
+#define CACHE_KMALLOC 0x40000000u  /* a kmalloc size class (kmalloc.c) */
+#define CACHE_LARGE 0x20000000u	   /* owns kmalloc's large objects */
+/* Slab order limit of kmalloc classes: every class wastes at most 1/8 of a slab. */
+#define KMALLOC_MAX_ORDER 6
 #define CACHE_PUBLIC_FLAGS (USLAB_HWCACHE_ALIGN | USLAB_TYPESAFE_BY_RCU)
 
 struct uslab_cache {
@@ -261,6 +278,8 @@ INTERNAL void cache_unregister_locked(struct uslab_cache *c);
 INTERNAL unsigned long cache_release_all(struct uslab_cache *c);
 INTERNAL void cache_add_events(struct uslab_cache *c, const uint64_t *ev);
 INTERNAL void cache_node_stats(struct uslab_cache *c, struct uslab_cache_stats *st);
+INTERNAL struct slab *cache_large_alloc(size_t size, size_t align);
+INTERNAL void cache_large_free(struct slab *s);
 
 /* Count one event of the node, under its lock; nothing without USLAB_STATS. */
 #if USLAB_STATS
@@ -435,9 +454,16 @@ INTERNAL void rcu_fork_child(void);
 INTERNAL extern int rcu_fault_inject; /* test hook: uslab_testing only */
 #endif
 
+/* -------------------------------------------------------- lifecycle.c */
+
+INTERNAL struct uslab_cache *lifecycle_create(const char *name, size_t size,
+					      const struct uslab_cache_args *args,
+					      unsigned int flags);
+
 /* ------------------------------------------------------------ init.c */
 
 INTERNAL int usl_init(void);
+INTERNAL bool usl_starting_self(void);
 
 /* ---------------------------------------------------------- options.c */
 

@@ -16,23 +16,16 @@
 
 #include "internal.h"
 
-struct uslab_cache *uslab_cache_create(const char *name, size_t size,
-				       const struct uslab_cache_args *args, unsigned int flags)
+/*
+ * lifecycle_create - uslab_cache_create() after its checks, with internal
+ * @flags allowed (kmalloc.c creates its classes with CACHE_KMALLOC).
+ */
+struct uslab_cache *lifecycle_create(const char *name, size_t size,
+				     const struct uslab_cache_args *args, unsigned int flags)
 {
-	static const struct uslab_cache_args defaults;
 	struct uslab_cache *c;
 	unsigned int cap;
 
-	if (usl_init())
-		return NULL;
-	if (!args)
-		args = &defaults;
-	if (!name || strlen(name) > USLAB_NAME_MAX || !size || size > USLAB_MAX_OBJECT_SIZE ||
-	    (flags & ~CACHE_PUBLIC_FLAGS) || (args->align & (args->align - 1)) ||
-	    args->align > USLAB_MAX_ALIGN) {
-		errno = EINVAL;
-		return NULL;
-	}
 	c = cache_new(name, size, args->align, args->ctor, flags, args->min_partial);
 	if (!c)
 		return NULL;
@@ -48,12 +41,34 @@ struct uslab_cache *uslab_cache_create(const char *name, size_t size,
 	return c;
 }
 
+struct uslab_cache *uslab_cache_create(const char *name, size_t size,
+				       const struct uslab_cache_args *args, unsigned int flags)
+{
+	static const struct uslab_cache_args defaults;
+
+	if (usl_init())
+		return NULL;
+	if (!args)
+		args = &defaults;
+	if (!name || strlen(name) > USLAB_NAME_MAX || !size || size > USLAB_MAX_OBJECT_SIZE ||
+	    (flags & ~CACHE_PUBLIC_FLAGS) || (args->align & (args->align - 1)) ||
+	    args->align > USLAB_MAX_ALIGN) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return lifecycle_create(name, size, args, flags);
+}
+
 int uslab_cache_destroy(struct uslab_cache *c)
 {
 	unsigned long live;
 
 	if (!c)
 		return 0;
+	if (c->flags & (CACHE_KMALLOC | CACHE_INTERNAL | CACHE_LARGE)) {
+		usl_warn("cache %s belongs to uslab, not destroyed", c->name);
+		return -EPERM;
+	}
 	ulock_lock(&caches_lock);
 	if (c->sheaf_capacity) {
 		thread_drain_cache(c);

@@ -6,10 +6,11 @@
  * Contract (what the layers above may rely on):
  *   - os_slab_alloc(order) returns a slab descriptor for 2^order pages of
  *     zero-filled (or never touched) memory at s->base, aligned to the slab
- *     size. pre: order <= SLAB_MAX_ORDER. NULL with errno ENOMEM when mmap
- *     fails.
+ *     size up to 64 MiB (ARENA_GRANULE; larger slabs are aligned to that).
+ *     pre: order <= OS_MAX_ORDER. NULL with errno ENOMEM when mmap fails.
  *   - os_slab_alloc(order) may return a slab freed earlier whose pages are
- *     still resident (dirty): its contents are undefined.
+ *     still resident (dirty): its contents are undefined, and s->zeroed is
+ *     0 (1 when the memory is known to read as zeros).
  *   - os_slab_free(s) takes the slab back. Its pages stay resident for
  *     USLAB_PURGE_DELAY_MS (default 10 ms), up to USLAB_RETAIN_KB in all,
  *     so a slab freed and needed again soon costs no system call and no
@@ -33,7 +34,14 @@
  * slots, so slot = (p - base) >> shift. An arena is 64 MiB, or four slabs
  * when slabs are larger, and is itself aligned to 64 MiB; the registry
  * arena_map has one entry per 64 MiB of address space (user addresses are
- * below 2^47), pointing to the arena that covers it.
+ * below 2^47), pointing to the arena that covers it. Slabs of an order
+ * above SLAB_MAX_ORDER (huge: kmalloc's large objects beyond 32 MiB) get
+ * an arena of their own, one slot, unmapped as soon as the slot is freed
+ * (no retention: a huge slab is too big to keep for reuse).
+ *
+ * The registry and the first fields of an arena (struct uslab_priv_arena)
+ * and of a slab descriptor (its cache) are read without a lock by the
+ * inline kfree of <uslab/fastpath.h>: their layout is part of the ABI.
  *
  * Slot states: fresh (never used: beyond a->nfresh), used (cache != NULL),
  * dirty (free, pages resident, on its order's dirty list, newest first:
@@ -46,6 +54,7 @@
  *   fresh, FREE -> NEW   os_slab_alloc: a free or fresh slot
  *   DIRTY -> NEW         os_slab_alloc: the newest dirty slot of the order
  *   NEW, FREE -> DIRTY   os_slab_free (cache == NULL)
+ *   NEW, FREE -> FREE    os_slab_free of a huge slot (its arena is unmapped)
  *   DIRTY -> PURGING     purge_pick: the oldest due dirty slot
  *   PURGING -> FREE      purge_done, after its madvise
  *   PURGING -> DIRTY     os_fork_child: a purge the fork interrupted
@@ -81,10 +90,9 @@
 #define PURGE_ALL_BATCH 64
 
 struct arena {
-	uintptr_t base;
+	/* base, shift (PAGE_SHIFT + order), order: read by the inline kfree */
+	struct uslab_priv_arena hot;
 	size_t size;
-	unsigned int order;
-	unsigned int shift; /* PAGE_SHIFT + order */
 	unsigned int nslots;
 	unsigned int nused;    /* slots owned by caches */
 	unsigned int npurging; /* slots being purged outside os_lock */
@@ -93,8 +101,13 @@ struct arena {
 	struct slab *free;     /* free slots, memory returned (chained by ->next) */
 	struct arena *next;    /* per-order list, pool, or a caller's release list */
 	size_t desc_size;      /* bytes of this descriptor */
-	struct slab slabs[];
+	struct slab slabs[] CACHELINE_ALIGNED;
 };
+
+/* What <uslab/fastpath.h> reads of an arena and a slab descriptor. */
+_Static_assert(offsetof(struct arena, slabs) == USLAB_PRIV_ARENA_SLABS, "slab table offset");
+_Static_assert(sizeof(struct slab) == 1u << USLAB_PRIV_SLAB_SHIFT, "slab descriptor size");
+_Static_assert(offsetof(struct slab, cache) == 0, "a slab descriptor starts with its cache");
 
 struct os_order {
 	struct arena *arenas; /* live arenas of this order */
@@ -104,10 +117,12 @@ struct os_order {
 };
 
 static struct ulock os_lock = ULOCK_INIT_RANK(LOCK_OS);
-static struct os_order orders[SLAB_MAX_ORDER + 1];
+static struct os_order orders[OS_MAX_ORDER + 1];
 /* Slots being purged, any order (struct slab.list). */
 static struct list_node purging = LIST_HEAD_INIT(purging);
-static struct arena *arena_map[MAP_ENTRIES];
+/* The registry, exported for the inline kfree (uslab/fastpath.h). */
+struct uslab_priv_arena *uslab_priv_arena_map[MAP_ENTRIES];
+#define arena_map uslab_priv_arena_map
 static size_t live_arenas;
 static size_t dirty_bytes;
 static uintptr_t mmap_hint; /* where the next arena would follow the last (racy hint) */
@@ -124,7 +139,7 @@ static uint64_t now_ms(void)
 static void lists_init(void)
 {
 	USLAB_ASSERT(ulock_held(&os_lock));
-	for (unsigned int i = 0; i <= SLAB_MAX_ORDER; i++) {
+	for (unsigned int i = 0; i <= OS_MAX_ORDER; i++) {
 		struct list_node *d = &orders[i].dirty;
 
 		if (!d->next)
@@ -185,8 +200,9 @@ static void *mmap_aligned(size_t size, size_t align)
 
 static void map_set(struct arena *a, struct arena *val)
 {
-	for (uintptr_t g = a->base; g < a->base + a->size; g += ARENA_GRANULE)
-		__atomic_store_n(&arena_map[g >> ARENA_SHIFT], val, __ATOMIC_RELEASE);
+	for (uintptr_t g = a->hot.base; g < a->hot.base + a->size; g += ARENA_GRANULE)
+		__atomic_store_n(&arena_map[g >> ARENA_SHIFT], val ? &val->hot : NULL,
+				 __ATOMIC_RELEASE);
 }
 
 /*
@@ -197,7 +213,9 @@ static void map_set(struct arena *a, struct arena *val)
 static struct arena *arena_create(unsigned int order, struct arena *a)
 {
 	size_t slab_size = PAGE_SIZE << order;
-	size_t size = slab_size * 4 > ARENA_GRANULE ? slab_size * 4 : ARENA_GRANULE;
+	size_t size = order > SLAB_MAX_ORDER	    ? slab_size :
+		      slab_size * 4 > ARENA_GRANULE ? slab_size * 4 :
+						      ARENA_GRANULE;
 	void *mem;
 
 	mem = mmap_aligned(size, ARENA_GRANULE);
@@ -220,10 +238,10 @@ static struct arena *arena_create(unsigned int order, struct arena *a)
 		a->nslots = nslots;
 	}
 	WRITE_ONCE(mmap_hint, (uintptr_t)mem + size);
-	a->base = (uintptr_t)mem;
+	a->hot.base = (uintptr_t)mem;
 	a->size = size;
-	a->order = order;
-	a->shift = PAGE_SHIFT + order;
+	a->hot.order = order;
+	a->hot.shift = PAGE_SHIFT + order;
 	a->nused = 0;
 	a->npurging = 0;
 	a->ndirty = 0;
@@ -235,7 +253,7 @@ static struct arena *arena_create(unsigned int order, struct arena *a)
 /* Make a created arena live: its order's list and the registry. Under os_lock. */
 static void arena_install(struct arena *a)
 {
-	struct os_order *o = &orders[a->order];
+	struct os_order *o = &orders[a->hot.order];
 
 	USLAB_ASSERT(ulock_held(&os_lock));
 	a->next = o->arenas;
@@ -252,17 +270,18 @@ static void arena_install(struct arena *a)
  */
 static void arena_check(struct arena *a, struct arena **rel)
 {
-	struct os_order *o = &orders[a->order];
+	struct os_order *o = &orders[a->hot.order];
 	struct arena **pp = &o->arenas;
 
 	USLAB_ASSERT(ulock_held(&os_lock));
-	if (a->nused || a->npurging || o->narenas < 2)
+	/* The last arena of an order stays for the next slab, unless huge. */
+	if (a->nused || a->npurging || (o->narenas < 2 && a->hot.order <= SLAB_MAX_ORDER))
 		return;
 	for (unsigned int i = 0; a->ndirty && i < a->nfresh; i++) {
 		if (a->slabs[i].state == SLAB_DIRTY) {
-			USLAB_ASSERT(dirty_bytes >= PAGE_SIZE << a->order);
+			USLAB_ASSERT(dirty_bytes >= PAGE_SIZE << a->hot.order);
 			list_del(&a->slabs[i].list);
-			dirty_bytes -= PAGE_SIZE << a->order;
+			dirty_bytes -= PAGE_SIZE << a->hot.order;
 			a->ndirty--;
 		}
 	}
@@ -294,7 +313,7 @@ static void arenas_unmap(struct arena *rel)
 		uintptr_t from = ALIGN_UP((uintptr_t)a->slabs, PAGE_SIZE);
 		uintptr_t to = (uintptr_t)a + a->desc_size;
 
-		munmap((void *)a->base, a->size);
+		munmap((void *)a->hot.base, a->size);
 		if (to > from)
 			madvise((void *)from, to - from, MADV_DONTNEED);
 	}
@@ -304,7 +323,7 @@ static void arenas_unmap(struct arena *rel)
 
 		a = rel;
 		rel = a->next;
-		o = &orders[a->order];
+		o = &orders[a->hot.order];
 		a->next = o->pool;
 		o->pool = a;
 	}
@@ -317,7 +336,8 @@ static struct arena *arena_of(const void *p)
 
 	if (unlikely(a >> VA_BITS))
 		return NULL;
-	return __atomic_load_n(&arena_map[a >> ARENA_SHIFT], __ATOMIC_ACQUIRE);
+	/* hot is the first member: the entry is the arena. */
+	return (struct arena *)__atomic_load_n(&arena_map[a >> ARENA_SHIFT], __ATOMIC_ACQUIRE);
 }
 
 /*
@@ -338,7 +358,7 @@ static unsigned int purge_pick(struct slab **v, unsigned int max, size_t max_byt
 		struct arena *a;
 		size_t size;
 
-		for (unsigned int i = 0; i <= SLAB_MAX_ORDER; i++) {
+		for (unsigned int i = 0; i <= OS_MAX_ORDER; i++) {
 			struct list_node *d = &orders[i].dirty;
 			struct slab *t;
 
@@ -444,11 +464,12 @@ static struct slab *slot_of_arena(struct arena *a)
 		unsigned int idx = a->nfresh++;
 
 		s = &a->slabs[idx];
-		s->base = (char *)(a->base + ((uintptr_t)idx << a->shift));
-		s->order = a->order;
+		s->base = (char *)(a->hot.base + ((uintptr_t)idx << a->hot.shift));
+		s->order = a->hot.order;
 	}
 	a->nused++;
 	s->list.next = s->list.prev = NULL;
+	s->zeroed = 1; /* never used, or its pages went back with MADV_DONTNEED */
 	/* FREE (or fresh) -> NEW */
 	s->state = SLAB_NEW;
 	return s;
@@ -472,6 +493,7 @@ static struct slab *slot_take(unsigned int order)
 		USLAB_ASSERT(a->ndirty);
 		a->ndirty--;
 		a->nused++;
+		s->zeroed = 0;
 		/* DIRTY -> NEW */
 		s->state = SLAB_NEW;
 		return s;
@@ -490,6 +512,7 @@ struct slab *os_slab_alloc(unsigned int order)
 	struct slab *s;
 	unsigned int n;
 
+	USLAB_ASSERT(order <= OS_MAX_ORDER);
 	ulock_lock(&os_lock);
 	lists_init();
 	s = slot_take(order);
@@ -541,12 +564,19 @@ void os_slab_free(struct slab *s)
 	now = now_ms();
 	s->freelist = NULL;
 	s->nfree = s->bump = s->objects = 0;
-	/* Retained, newest first; purged when old or beyond the budget. */
-	s->state = SLAB_DIRTY;
-	s->freed_ms = now;
-	list_add(&s->list, &o->dirty);
-	dirty_bytes += size;
-	a->ndirty++;
+	if (s->order > SLAB_MAX_ORDER) {
+		/* Huge: NEW or FREE -> FREE, its arena unmapped below. */
+		s->state = SLAB_FREE;
+		s->next = a->free;
+		a->free = s;
+	} else {
+		/* Retained, newest first; purged when old or beyond the budget. */
+		s->state = SLAB_DIRTY;
+		s->freed_ms = now;
+		list_add(&s->list, &o->dirty);
+		dirty_bytes += size;
+		a->ndirty++;
+	}
 	USLAB_ASSERT(a->nused);
 	a->nused--;
 	n = purge_due(v, now);
@@ -579,7 +609,7 @@ struct slab *os_slab_lookup(const void *p)
 
 	if (!a)
 		return NULL;
-	idx = ((uintptr_t)p - a->base) >> a->shift;
+	idx = ((uintptr_t)p - a->hot.base) >> a->hot.shift;
 	if (unlikely(idx >= a->nslots))
 		return NULL;
 	s = &a->slabs[idx];
@@ -634,9 +664,9 @@ int uslab_owns(const void *p)
 	return os_slab_lookup(p) != NULL;
 }
 
-struct uslab_cache *uslab_cache_of(const void *p)
+void *uslab_slab_of(const void *p)
 {
 	struct slab *s = os_slab_lookup(p);
 
-	return s ? __atomic_load_n(&s->cache, __ATOMIC_ACQUIRE) : NULL;
+	return s ? s->base : NULL;
 }

@@ -121,8 +121,11 @@ void *slab_object_at(const struct slab *s, const void *p)
 {
 	const struct uslab_cache *c = s->cache;
 	uint64_t off = (uintptr_t)p - (uintptr_t)s->base;
-	uint64_t idx = off_index(c, off);
+	uint64_t idx;
 
+	if (s->objects == 1)
+		return s->base; /* a large object spans its slab */
+	idx = off_index(c, off);
 	if (idx * c->size > off)
 		idx--;
 	return s->base + idx * c->size;

@@ -51,6 +51,7 @@ __thread char *uslab_priv_pcs_table __attribute__((tls_model("initial-exec"))) =
 	(char *)dummy_table;
 static __thread struct tstate *tls_state __attribute__((tls_model("initial-exec")));
 static __thread bool tls_exited __attribute__((tls_model("initial-exec")));
+static __thread bool tls_starting __attribute__((tls_model("initial-exec")));
 
 static struct ulock threads_lock = ULOCK_INIT_RANK(LOCK_THREADS);
 static struct list_node threads = LIST_HEAD_INIT(threads); /* live states (link) */
@@ -95,12 +96,11 @@ static void thread_exit(void *arg)
 	gp_kick();
 }
 
-static struct pcs *thread_start(void)
+/* Give the calling thread a state (from the pool, or new) and install it. */
+static struct tstate *thread_install(void)
 {
 	struct tstate *st;
 
-	if (tls_exited || usl_init())
-		return NULL;
 	ulock_lock(&threads_lock);
 	st = pool;
 	if (st)
@@ -124,7 +124,24 @@ static struct pcs *thread_start(void)
 	ulock_unlock(&threads_lock);
 	tls_state = st;
 	uslab_priv_pcs_table = (char *)st->table;
-	return st->table;
+	return st;
+}
+
+static struct pcs *thread_start(void)
+{
+	struct tstate *st;
+
+	/*
+	 * pthread_setspecific() may call calloc (keys beyond the first 32),
+	 * which with libuslab-malloc.so comes back here: that nested call
+	 * goes to the slabs directly instead.
+	 */
+	if (tls_exited || tls_starting || usl_init())
+		return NULL;
+	tls_starting = true;
+	st = thread_install();
+	tls_starting = false;
+	return st ? st->table : NULL;
 }
 
 /*

@@ -11,7 +11,17 @@
  *   kmem_cache_alloc(s, gfp), kmem_cache_zalloc(s, gfp), kmem_cache_free(s, p)
  *   kmem_cache_alloc_bulk(s, gfp, n, p) -> int, kmem_cache_free_bulk(s, n, p)
  *   kmem_cache_destroy(s) (void), kmem_cache_shrink(s), kmem_cache_size(s)
- *   kfree(p), kfree_bulk(n, p)   for objects of any uslab cache
+ *   kmem_cache_alloc_node(s, gfp, node)  (one node: @node is ignored)
+ *   kmalloc(size, gfp), kzalloc, kcalloc(n, size, gfp), kmalloc_array,
+ *   krealloc(p, size, gfp), krealloc_array, kmalloc_node, kzalloc_node,
+ *   kvmalloc, kvzalloc, kvcalloc, kvfree (no vmalloc: the same memory),
+ *   kmemdup, kstrdup, kstrndup, ksize(p), kfree_sensitive(p)
+ *   ZERO_SIZE_PTR, ZERO_OR_NULL_PTR(p), KMALLOC_MAX_CACHE_SIZE
+ *   kfree(p), kfree_bulk(n, p)   for kmalloc'd objects and objects of any
+ *                                uslab cache, mixed
+ *   virt_to_slab(p), virt_to_head_page(p)  an opaque handle of the slab
+ *                                (its first byte): equal for objects of
+ *                                one slab (uslab_slab_of())
  *   kfree_rcu(p, field)          free after a grace period; @field is the
  *                                struct rcu_head inside *p (uslab/rcu.h)
  *   kvfree_rcu(p)                single-argument form (may wait, see
@@ -112,12 +122,137 @@ static inline unsigned int kmem_cache_size(struct kmem_cache *s)
 	return (unsigned int)uslab_cache_size(s);
 }
 
-/* kfree() of an object of any uslab cache (NULL does nothing). */
+static inline void *kmem_cache_alloc_node(struct kmem_cache *s, gfp_t gfp, int node)
+{
+	(void)node;
+	return kmem_cache_alloc(s, gfp);
+}
+
+/* ---------------------------------------------------------- kmalloc */
+
+#define ZERO_SIZE_PTR USLAB_ZERO_SIZE_PTR
+#define ZERO_OR_NULL_PTR(p) USLAB_ZERO_OR_NULL_PTR(p)
+#define KMALLOC_MAX_CACHE_SIZE USLAB_KMALLOC_MAX_CACHE_SIZE
+#define KMALLOC_MAX_SIZE USLAB_KMALLOC_MAX_SIZE
+#define NUMA_NO_NODE (-1)
+
+static inline void *kmalloc(size_t size, gfp_t gfp)
+{
+	return (gfp & __GFP_ZERO) ? uslab_kzalloc(size) : uslab_kmalloc(size);
+}
+
+static inline void *kzalloc(size_t size, gfp_t gfp)
+{
+	(void)gfp;
+	return uslab_kzalloc(size);
+}
+
+static inline void *kmalloc_array(size_t n, size_t size, gfp_t gfp)
+{
+	size_t bytes;
+
+	if (__builtin_mul_overflow(n, size, &bytes))
+		return NULL;
+	return kmalloc(bytes, gfp);
+}
+
+static inline void *kcalloc(size_t n, size_t size, gfp_t gfp)
+{
+	(void)gfp;
+	return uslab_kcalloc(n, size);
+}
+
+static inline void *kmalloc_node(size_t size, gfp_t gfp, int node)
+{
+	(void)node;
+	return kmalloc(size, gfp);
+}
+
+static inline void *kzalloc_node(size_t size, gfp_t gfp, int node)
+{
+	(void)gfp, (void)node;
+	return uslab_kzalloc(size);
+}
+
+/* krealloc: with __GFP_ZERO the bytes beyond the old usable size are zeroed. */
+static inline void *krealloc(const void *p, size_t size, gfp_t gfp)
+{
+	size_t old = (gfp & __GFP_ZERO) ? uslab_ksize(p) : 0;
+	void *q = uslab_krealloc(p, size);
+
+	if (q && !ZERO_OR_NULL_PTR(q) && (gfp & __GFP_ZERO) && old < uslab_ksize(q))
+		memset((char *)q + old, 0, uslab_ksize(q) - old);
+	return q;
+}
+
+static inline void *krealloc_array(void *p, size_t n, size_t size, gfp_t gfp)
+{
+	size_t bytes;
+
+	if (__builtin_mul_overflow(n, size, &bytes))
+		return NULL;
+	return krealloc(p, bytes, gfp);
+}
+
+/* kfree() of kmalloc'd memory or of an object of any uslab cache (NULL does nothing). */
 static inline void kfree(const void *p)
 {
-	if (p)
-		uslab_cache_free(uslab_cache_of(p), (void *)p);
+	uslab_kfree(p);
 }
+
+static inline void kfree_sensitive(const void *p)
+{
+	uslab_kfree_sensitive(p);
+}
+
+static inline size_t ksize(const void *p)
+{
+	return uslab_ksize(p);
+}
+
+#define kvmalloc(size, gfp) kmalloc((size), (gfp))
+#define kvzalloc(size, gfp) kzalloc((size), (gfp))
+#define kvcalloc(n, size, gfp) kcalloc((n), (size), (gfp))
+#define kvmalloc_array(n, size, gfp) kmalloc_array((n), (size), (gfp))
+#define kvmalloc_node(size, gfp, node) kmalloc_node((size), (gfp), (node))
+#define kvrealloc(p, size, gfp) krealloc((p), (size), (gfp))
+#define kvfree(p) kfree(p)
+#define kvfree_sensitive(p, len) ((void)(len), kfree_sensitive(p))
+
+static inline void *kmemdup(const void *src, size_t len, gfp_t gfp)
+{
+	void *p = kmalloc(len, gfp);
+
+	if (p && len)
+		memcpy(p, src, len);
+	return p;
+}
+
+static inline char *kstrndup(const char *s, size_t max, gfp_t gfp)
+{
+	size_t len;
+	char *p;
+
+	if (!s)
+		return NULL;
+	for (len = 0; len < max && s[len]; len++)
+		;
+	p = (char *)kmalloc(len + 1, gfp);
+	if (p) {
+		memcpy(p, s, len);
+		p[len] = 0;
+	}
+	return p;
+}
+
+static inline char *kstrdup(const char *s, gfp_t gfp)
+{
+	return s ? kstrndup(s, (size_t)-1, gfp) : NULL;
+}
+
+/* The slab an object lives in, as an opaque handle (its first byte). */
+#define virt_to_slab(p) uslab_slab_of(p)
+#define virt_to_head_page(p) uslab_slab_of(p)
 
 static inline void kfree_bulk(size_t size, void **p)
 {

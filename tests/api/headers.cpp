@@ -16,6 +16,16 @@ int main(void)
 	if (!c || uslab_cache_stats(c, &st))
 		return 1;
 	uslab_cache_free(c, uslab_cache_alloc(c));
+	uslab_kfree(uslab_kmalloc(24));
+	kfree(kmalloc(100000, GFP_KERNEL));
+	kfree(kstrdup("header", GFP_KERNEL));
+	{
+		void *o = uslab_cache_alloc(c);
+
+		if (uslab_ksize(uslab_kmalloc(0)) != 0 || virt_to_slab(o) != uslab_slab_of(o))
+			return 1;
+		kfree(o);
+	}
 	kvfree_rcu(uslab_cache_alloc(c));
 	kvfree_rcu_barrier();
 	{

@@ -14,6 +14,9 @@
  * through an on-stack free batch), and leaves what it holds at the end to
  * the next round's thread. Objects of the 64-byte cache are allocated from
  * and freed into a magazine each thread owns (uslab/magazine.h).
+ * One object in five comes from uslab_kmalloc() with a random size (8 B
+ * to 4.7 KiB, now and then a large object of up to 200 KiB) and is freed
+ * with uslab_kfree(), or with the others in a kfree_bulk or a free batch.
  * Objects are verified word by word before every free. The threads exit at
  * the end of each round (their sheaves go back at exit) and new ones start
  * the next round; the caches live across rounds. Seeds are deterministic:
@@ -21,7 +24,8 @@
  *
  * At the end every object is accounted for: after the slot array is freed,
  * uslab_thread_flush() and uslab_cache_shrink(), active_objs and num_slabs
- * are 0 for every cache, every cache destroys cleanly, and (outside
+ * are 0 for every cache and every kmalloc class, every cache destroys
+ * cleanly, no large object is left, and (outside
  * sanitizers) the resident memory is back near where it started.
  */
 #include <pthread.h>
@@ -33,6 +37,8 @@
 
 static const size_t sizes[] = { 8, 24, 64, 200, 512, 1500, 4096, 40000 };
 #define NCACHES (sizeof(sizes) / sizeof(sizes[0]))
+/* Header index of a kmalloc'd object: its size is in word 1. */
+#define KM NCACHES
 
 static struct uslab_cache *caches[NCACHES];
 static unsigned int threads = 4, scale = 50, iter = 10;
@@ -54,17 +60,32 @@ static uint64_t *obj_alloc(uint64_t *seed, uintptr_t tid)
 {
 	uint64_t r = rnd_next(seed) % 1000;
 	/* Mostly small objects, sometimes big ones (as mimalloc's test). */
-	size_t k = r < 900 ? r % 4 : r < 990 ? 4 + r % 3 : 7;
-	uint64_t *o =
-		k == MAG_CACHE && mag ? uslab_magazine_alloc(mag) : uslab_cache_alloc(caches[k]);
-	size_t words = sizes[k] / 8;
+	size_t k = r < 900 ? r % 4 : r < 990 ? 4 + r % 3 : 7, words, first = 1;
+	uint64_t *o;
 
+	if (rnd_next(seed) % 5 == 0) {
+		/* kmalloc of a random size: 8 B..4.7 KiB, or a large object. */
+		k = KM;
+		words = r < 995 ? 2 + rnd_next(seed) % 600 : 5000 + rnd_next(seed) % 20000;
+		o = uslab_kmalloc(words * 8);
+		if (o && uslab_ksize(o) < words * 8) {
+			fprintf(stderr, "FAIL: kmalloc(%zu): usable %zu\n", words * 8,
+				uslab_ksize(o));
+			exit(1);
+		}
+	} else {
+		words = sizes[k] / 8;
+		o = k == MAG_CACHE && mag ? uslab_magazine_alloc(mag) :
+					    uslab_cache_alloc(caches[k]);
+	}
 	if (!o) {
 		fprintf(stderr, "FAIL: alloc from cache %zu: errno %d\n", k, errno);
 		exit(1);
 	}
 	o[0] = k | (uint64_t)tid << 8;
-	for (size_t i = 1; i < words; i++)
+	if (k == KM)
+		o[first++] = words;
+	for (size_t i = first; i < words; i++)
 		o[i] = word(o, i);
 	allocs++;
 	return o;
@@ -79,20 +100,20 @@ static size_t obj_check(uint64_t *o, uintptr_t tid)
 	frees++;
 	if (o[0] >> 8 != tid)
 		cross_frees++;
-	if (k >= NCACHES) {
+	if (k > KM || (k == KM && (o[1] < 2 || o[1] >= 25000))) {
 		fprintf(stderr, "FAIL: object %p: header %#llx\n", (void *)o,
 			(unsigned long long)k);
 		exit(1);
 	}
-	words = sizes[k] / 8;
-	for (size_t i = 1; i < words; i++) {
+	words = k == KM ? o[1] : sizes[k] / 8;
+	for (size_t i = k == KM ? 2 : 1; i < words; i++) {
 		if (o[i] != word(o, i)) {
 			fprintf(stderr, "FAIL: object %p of %zu bytes: word %zu is %#llx\n",
-				(void *)o, sizes[k], i, (unsigned long long)o[i]);
+				(void *)o, words * 8, i, (unsigned long long)o[i]);
 			exit(1);
 		}
 	}
-	memset(o, 0xdd, sizes[k]); /* a later reader of a stale copy fails */
+	memset(o, 0xdd, words * 8); /* a later reader of a stale copy fails */
 	return k;
 }
 
@@ -103,7 +124,9 @@ static void obj_free(uint64_t *o, uintptr_t tid)
 	if (!o)
 		return;
 	k = obj_check(o, tid);
-	if (k == MAG_CACHE && mag)
+	if (k == KM)
+		uslab_kfree(o);
+	else if (k == MAG_CACHE && mag)
 		uslab_magazine_free(mag, o);
 	else
 		uslab_cache_free(caches[k], o);
@@ -273,6 +296,14 @@ int main(int argc, char **argv)
 		      "cache of %zu bytes: every object back (active %lu, slabs %lu)", sizes[k],
 		      st.active_objs, st.num_slabs);
 		CHECK(uslab_cache_destroy(caches[k]) == 0, "destroy cache of %zu bytes", sizes[k]);
+	}
+	for (size_t size = 1; size <= USLAB_KMALLOC_MAX_CACHE_SIZE;
+	     size = uslab_kmalloc_class_size(size) + 1) {
+		struct uslab_cache *c = uslab_kmalloc_cache(size);
+
+		CHECK(uslab_cache_shrink(c) == 0 && uslab_cache_stats(c, &st) == 0, "stats");
+		CHECK(st.active_objs == 0, "%s: every object back (active %lu)",
+		      uslab_cache_name(c), st.active_objs);
 	}
 	CHECK(frees == allocs, "every object freed once: %lu allocated, %lu freed",
 	      (unsigned long)allocs, (unsigned long)frees);

@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uslab/kmalloc.h - memory of any size: kmalloc size classes built from
+ * ordinary uslab caches, and large objects straight from uslab's OS layer.
+ * Included by <uslab.h>; never include it directly. The kernel's names
+ * (kmalloc, kfree, ksize, krealloc, ...) are in <uslab/kmem.h>.
+ *
+ * Size classes. A request of 1..USLAB_KMALLOC_MAX_CACHE_SIZE bytes is
+ * served by the smallest class that holds it, each class a cache named
+ * "kmalloc-<size>" (visible to uslab_cache_stats(), uslab_kmalloc_cache()):
+ *
+ *   8, 16, 24, ..., 64                 steps of 8
+ *   then eight classes per power of two: (2^k, 2^(k+1)] in steps of 2^(k-3)
+ *   72, 80, ..., 128, 144, ..., 256, 288, ..., 32768
+ *
+ * 80 classes in all. A request of 64 bytes or more wastes less than 12.5%
+ * of its class (at most 2^(k-3) - 1 bytes of a request above 2^k). Objects
+ * are 8-byte aligned at least, and an object of a power-of-two class is
+ * aligned to its size, as the kernel's kmalloc promises.
+ *
+ * Large objects (above USLAB_KMALLOC_MAX_CACHE_SIZE) are whole slabs from
+ * the OS layer: 2^order pages of address space, of which the object uses
+ * its size rounded up to a page (the usable size; a page is 12.5% of the
+ * smallest large object at most). No header: kfree() finds one through the
+ * same arena registry as every slab. Freed, their pages stay resident
+ * for USLAB_PURGE_DELAY_MS (up to USLAB_RETAIN_KB in all) and then go back
+ * to the OS, like empty slabs; objects above 32 MiB are unmapped at once.
+ *
+ * The fast paths of uslab_kmalloc() and uslab_kfree() are inline, like
+ * uslab_cache_alloc()'s: a constant-time class lookup (folded away for a
+ * constant size), then the same sheaf pop; the free finds the object's
+ * cache through the registry (four dependent loads), then the same push.
+ */
+#ifndef USLAB_KMALLOC_H
+#define USLAB_KMALLOC_H
+
+#ifndef USLAB_H
+#error "include <uslab.h>, not <uslab/kmalloc.h>"
+#endif
+
+/** USLAB_KMALLOC_MAX_CACHE_SIZE - the largest size class; larger is a large object. */
+#define USLAB_KMALLOC_MAX_CACHE_SIZE 32768ul
+/** USLAB_KMALLOC_CLASSES - the number of size classes. */
+#define USLAB_KMALLOC_CLASSES 80
+/** USLAB_KMALLOC_MAX_SIZE - the largest request (64 TiB); larger fails with ENOMEM. */
+#define USLAB_KMALLOC_MAX_SIZE (1ul << 46)
+/** USLAB_KMALLOC_MAX_ALIGN - the largest alignment uslab_kmalloc_aligned() accepts (64 MiB). */
+#define USLAB_KMALLOC_MAX_ALIGN (1ul << 26)
+
+/**
+ * USLAB_ZERO_SIZE_PTR - what a request of 0 bytes returns (the kernel's
+ * ZERO_SIZE_PTR): not NULL, so it does not read as a failure, but no
+ * object: any access faults (it lies in the unmapped first page), and
+ * uslab_kfree(), uslab_ksize() (0) and uslab_krealloc() accept it.
+ * Every 0-byte request returns this same value.
+ */
+#define USLAB_ZERO_SIZE_PTR ((void *)16)
+/** USLAB_ZERO_OR_NULL_PTR - whether @p is NULL or USLAB_ZERO_SIZE_PTR. */
+#define USLAB_ZERO_OR_NULL_PTR(p) ((unsigned long)(p) <= (unsigned long)USLAB_ZERO_SIZE_PTR)
+
+/**
+ * uslab_kmalloc - allocate @size bytes.
+ * @size: bytes wanted, any number.
+ *
+ * The contents are undefined. The memory is at least 8-byte aligned, and
+ * aligned to its class size when that is a power of two; use
+ * uslab_kmalloc_aligned() for more. Free it with uslab_kfree() (or
+ * uslab_cache_free_bulk(NULL, ...), uslab_free_rcu()).
+ *
+ * Context: any thread.
+ * Return: the memory; USLAB_ZERO_SIZE_PTR if @size is 0; or NULL with
+ * errno ENOMEM (the OS refused memory, or @size > USLAB_KMALLOC_MAX_SIZE).
+ */
+USLAB_API USLAB_MALLOC_ATTR void *uslab_kmalloc(size_t size);
+
+/**
+ * uslab_kzalloc - allocate @size bytes set to zero.
+ * @size: bytes wanted.
+ *
+ * Every usable byte (uslab_ksize()) reads as zero.
+ *
+ * Context: any thread.
+ * Return: as uslab_kmalloc().
+ */
+USLAB_API USLAB_MALLOC_ATTR void *uslab_kzalloc(size_t size);
+
+/**
+ * uslab_kcalloc - allocate an array of @n elements of @size bytes, zeroed.
+ * @n:    elements.
+ * @size: bytes per element.
+ *
+ * Context: any thread.
+ * Return: as uslab_kzalloc(n * size); NULL with errno ENOMEM when n * size
+ * overflows; USLAB_ZERO_SIZE_PTR when it is 0.
+ */
+USLAB_API USLAB_MALLOC_ATTR void *uslab_kcalloc(size_t n, size_t size);
+
+/**
+ * uslab_krealloc - resize memory from uslab_kmalloc().
+ * @p:    the memory, NULL or USLAB_ZERO_SIZE_PTR (then this is
+ *        uslab_kmalloc(@size)).
+ * @size: the new size.
+ *
+ * In place when @size still belongs to @p's size class (or, for a large
+ * object, fits its slab and keeps at least half of it in use): @p is
+ * returned unchanged. Otherwise new memory is allocated, the first
+ * min(old usable size, @size) bytes copied and @p freed. Bytes beyond the
+ * old usable size are undefined.
+ *
+ * Context: any thread; the caller owns @p.
+ * Return: the memory (@p or a new address);
+ *   USLAB_ZERO_SIZE_PTR - @size is 0: @p was freed;
+ *   NULL - errno ENOMEM: no memory; @p is untouched and still valid.
+ * A pointer uslab did not hand out stops the program (uslab: BUG).
+ */
+USLAB_API void *uslab_krealloc(const void *p, size_t size);
+
+/**
+ * uslab_kfree - free memory from uslab_kmalloc(), or an object of any
+ * uslab cache (kfree() of a kmem_cache object, as the kernel allows).
+ * @p: the memory; NULL and USLAB_ZERO_SIZE_PTR do nothing.
+ *
+ * Misuse (a pointer uslab did not hand out, one inside an object, a
+ * double free) is reported like uslab_cache_free()'s: at once for a large
+ * object or a foreign address, when the object reaches its slab otherwise.
+ *
+ * Context: any thread, whichever thread allocated @p.
+ */
+USLAB_API USLAB_NO_ACCESS(1) void uslab_kfree(const void *p);
+
+/**
+ * uslab_kfree_sensitive - zero memory, then free it (kfree_sensitive()).
+ * @p: as uslab_kfree().
+ *
+ * Every usable byte is cleared with a store the compiler cannot remove.
+ *
+ * Context: any thread.
+ */
+USLAB_API void uslab_kfree_sensitive(const void *p);
+
+/**
+ * uslab_ksize - the usable size of memory from uslab.
+ * @p: memory from uslab_kmalloc(), or an object of any cache.
+ *
+ * The whole usable size may be used as if it had been asked for. For a
+ * kmalloc object it is its class size; for a large object its size rounded
+ * up to a page (or what uslab_krealloc() grew it to); for an object of a
+ * cache, the cache's object size.
+ *
+ * Context: any thread.
+ * Return: bytes; 0 for NULL and USLAB_ZERO_SIZE_PTR. A pointer uslab did
+ * not hand out, or one inside an object, stops the program (uslab: BUG).
+ */
+USLAB_API USLAB_NO_ACCESS(1) size_t uslab_ksize(const void *p);
+
+/**
+ * uslab_kmalloc_aligned - allocate @size bytes aligned to @align.
+ * @size:  bytes wanted.
+ * @align: a power of two up to USLAB_KMALLOC_MAX_ALIGN.
+ *
+ * Up to a page of alignment is served by a size class that is a multiple
+ * of @align (so the waste is the rounding of @size up to @align, and the
+ * class's own); more by a large object.
+ *
+ * Context: any thread.
+ * Return: the memory, a multiple of @align; USLAB_ZERO_SIZE_PTR if @size
+ * is 0; NULL with errno EINVAL (@align is not a power of two or is above
+ * USLAB_KMALLOC_MAX_ALIGN) or ENOMEM.
+ */
+USLAB_API USLAB_MALLOC_ATTR void *uslab_kmalloc_aligned(size_t size, size_t align);
+
+/**
+ * uslab_kmalloc_cache - the cache that serves requests of @size bytes.
+ * @size: 1..USLAB_KMALLOC_MAX_CACHE_SIZE.
+ *
+ * For statistics (uslab_cache_stats()) and tests. The cache belongs to
+ * uslab: uslab_cache_destroy() refuses it.
+ *
+ * Context: any thread.
+ * Return: the "kmalloc-<class>" cache; NULL with errno EINVAL for 0 or a
+ * size above USLAB_KMALLOC_MAX_CACHE_SIZE (a large object), ENOMEM if the
+ * classes could not be created.
+ */
+USLAB_API struct uslab_cache *uslab_kmalloc_cache(size_t size);
+
+/**
+ * uslab_kmalloc_class_size - the usable size a request of @size bytes gets.
+ * @size: bytes.
+ *
+ * Context: any thread.
+ * Return: the class size; for a large request, @size rounded up to a page;
+ * 0 for 0 or above USLAB_KMALLOC_MAX_SIZE.
+ */
+USLAB_API size_t uslab_kmalloc_class_size(size_t size);
+
+/**
+ * uslab_slab_of - the first byte of the slab an object lives in.
+ * @p: any address.
+ *
+ * Objects with the same answer share a slab (virt_to_slab() in
+ * <uslab/kmem.h>). A large object is a slab of its own: its own address.
+ *
+ * Context: any thread.
+ * Return: the slab's first byte, or NULL if @p is not inside a live slab.
+ */
+USLAB_API USLAB_NO_ACCESS(1) void *uslab_slab_of(const void *p);
+
+/* ------------------------------------------------ inline fast paths */
+
+/*
+ * Implementation details (uslab_priv_*), part of the ABI of libuslab.so.0:
+ * the class caches, and the arena registry: one entry per 64 MiB of
+ * address space below 2^47, pointing to the arena that covers it; an
+ * arena's slab descriptors (64 bytes, the owning cache first, NULL when
+ * the slab is free) start USLAB_PRIV_ARENA_SLABS bytes into it.
+ */
+struct uslab_priv_arena {
+	unsigned long base;
+	unsigned int shift;
+	unsigned int order;
+};
+#define USLAB_PRIV_ARENA_SHIFT 26
+#define USLAB_PRIV_ARENA_SLABS 128
+#define USLAB_PRIV_SLAB_SHIFT 6
+extern USLAB_API struct uslab_priv_arena *uslab_priv_arena_map[];
+extern USLAB_API struct uslab_cache *uslab_priv_kmalloc_caches[USLAB_KMALLOC_CLASSES];
+USLAB_API void *uslab_priv_kmalloc_slow(size_t size);
+USLAB_API USLAB_NO_ACCESS(1) void uslab_priv_kfree_slow(const void *p);
+
+/* The class of a request of 1..USLAB_KMALLOC_MAX_CACHE_SIZE bytes: a few instructions. */
+static inline __attribute__((always_inline)) unsigned int uslab_priv_kmalloc_index(size_t size)
+{
+	unsigned int k;
+
+	if (size <= 64)
+		return (unsigned int)((size + 7) >> 3) - 1;
+	k = 63u - (unsigned int)__builtin_clzl(size - 1); /* 2^k < size <= 2^(k+1) */
+	return 8 + (k - 6) * 8 + (unsigned int)((size - 1 - (1ul << k)) >> (k - 3));
+}
+
+/* The class lookup, then the sheaf pop of uslab_cache_alloc(): about 12 instructions. */
+static inline __attribute__((always_inline)) void *uslab_kmalloc_inline(size_t size)
+{
+	if (__builtin_expect(size - 1 < USLAB_KMALLOC_MAX_CACHE_SIZE, 1)) {
+		struct uslab_cache *c = uslab_priv_kmalloc_caches[uslab_priv_kmalloc_index(size)];
+		struct uslab_priv_pcs *p = uslab_priv_pcs_of(c);
+		void **top = p->top;
+
+		if (__builtin_expect(top != p->bottom, 1)) {
+			p->top = --top;
+			return *top;
+		}
+	}
+	return uslab_priv_kmalloc_slow(size);
+}
+
+/*
+ * The registry lookup of the object's cache, then the sheaf push of
+ * uslab_cache_free(): about 18 instructions. NULL, USLAB_ZERO_SIZE_PTR,
+ * foreign addresses, large objects (their cache has no sheaves) and a
+ * full sheaf go to the library.
+ */
+static inline __attribute__((always_inline)) void uslab_kfree_inline(const void *obj)
+{
+	unsigned long a = (unsigned long)obj;
+	const struct uslab_priv_arena *ar;
+
+	if (__builtin_expect(!(a >> 47), 1) &&
+	    (ar = uslab_priv_arena_map[a >> USLAB_PRIV_ARENA_SHIFT]) != (void *)0) {
+		struct uslab_cache *c =
+			*(struct uslab_cache *const *)(const void *)((const char *)ar +
+								     USLAB_PRIV_ARENA_SLABS +
+								     (((a - ar->base) >> ar->shift)
+								      << USLAB_PRIV_SLAB_SHIFT));
+
+		if (__builtin_expect(c != (void *)0, 1)) {
+			struct uslab_priv_pcs *p = uslab_priv_pcs_of(c);
+			void **top = p->top;
+
+			if (__builtin_expect(top != p->limit, 1)) {
+				*top = (void *)obj;
+				p->top = top + 1;
+				return;
+			}
+		}
+	}
+	uslab_priv_kfree_slow(obj);
+}
+
+#ifdef USLAB_PRIV_INLINE
+#define uslab_kmalloc(size) uslab_kmalloc_inline(size)
+#define uslab_kfree(p) uslab_kfree_inline(p)
+#endif
+
+#endif /* USLAB_KMALLOC_H */

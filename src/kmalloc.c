@@ -1,0 +1,400 @@
+// SPDX-License-Identifier: MIT
+/*
+ * kmalloc.c - memory of any size (the kernel's kmalloc): 80 size classes,
+ * each an ordinary cache named kmalloc-<size>, and large objects, each a
+ * slab of its own from os.c (cache.c's large_cache). The classes and their
+ * waste are in <uslab/kmalloc.h> and doc/design.md.
+ *
+ * Fast paths (inline in the caller, <uslab/kmalloc.h>; the same code below
+ * for USLAB_NO_INLINE and sanitizer builds):
+ *
+ *   kmalloc: class = uslab_priv_kmalloc_index(size) (a compare, a clz, two
+ *            shifts: folded for a constant size), then uslab_cache_alloc's
+ *            pop of that class's main sheaf. About 12 instructions.
+ *   kfree:   the arena registry gives the object's slab descriptor and its
+ *            cache (four dependent loads), then uslab_cache_free's push.
+ *            About 18 instructions.
+ *
+ * Everything else is a slow path: the first call (the classes are created
+ * then, under pthread_once), sheaf refills and flushes (pcs.c), large
+ * objects (os.c's retain and purge policy applies to their slabs), and
+ * NULL, USLAB_ZERO_SIZE_PTR or foreign pointers.
+ *
+ * Start-up recursion. The classes are created lazily, and the start-up of
+ * the library may call into the C library, which may call malloc: with
+ * libuslab-malloc.so that is uslab_kmalloc() again, on the same thread,
+ * inside pthread_once. Such a nested request is served from a small static
+ * boot heap (never freed; uslab_kfree() ignores its pointers), so start-up
+ * cannot deadlock on itself.
+ *
+ * Layer: above lifecycle.c (it creates its caches with lifecycle_create(),
+ * as create_kmalloc_caches() uses the common create path); below it only
+ * the layers' public calls and cache.c's large objects.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Before start-up every class points here: pcs entry 0, both fast paths miss. */
+static struct uslab_priv_cache boot_class;
+struct uslab_cache *uslab_priv_kmalloc_caches[USLAB_KMALLOC_CLASSES] = {
+	[0 ... USLAB_KMALLOC_CLASSES - 1] = (struct uslab_cache *)&boot_class,
+};
+
+static pthread_once_t classes_once = PTHREAD_ONCE_INIT;
+static bool classes_ready;
+static int classes_error;
+static __thread bool tls_creating;
+
+/* ------------------------------------------------------------ classes */
+
+/* The size of class @idx (see uslab_priv_kmalloc_index()). */
+static size_t class_size(unsigned int idx)
+{
+	unsigned int j, k;
+
+	if (idx < 8)
+		return (size_t)(idx + 1) * 8;
+	j = idx - 8;
+	k = 6 + j / 8;
+	return (1ul << k) + (size_t)(j % 8 + 1) * (1ul << (k - 3));
+}
+
+static void create_classes(void)
+{
+	struct uslab_cache_args args = { 0 };
+	char name[USLAB_NAME_MAX + 1];
+
+	tls_creating = true;
+	if (usl_init()) {
+		classes_error = errno;
+		tls_creating = false;
+		return;
+	}
+	for (unsigned int i = 0; i < USLAB_KMALLOC_CLASSES; i++) {
+		size_t size = class_size(i);
+		struct uslab_cache *c;
+
+		USLAB_ASSERT(uslab_priv_kmalloc_index(size) == i);
+		snprintf(name, sizeof(name), "kmalloc-%zu", size);
+		c = lifecycle_create(name, size, &args, CACHE_KMALLOC);
+		if (!c) {
+			/* The classes made so far stay: they are ordinary caches. */
+			classes_error = errno;
+			break;
+		}
+		USLAB_ASSERT(c->size == size);
+		__atomic_store_n(&uslab_priv_kmalloc_caches[i], c, __ATOMIC_RELEASE);
+	}
+	if (!classes_error)
+		__atomic_store_n(&classes_ready, true, __ATOMIC_RELEASE);
+	tls_creating = false;
+}
+
+/* Whether the classes exist, creating them on first use. Sets errno if not. */
+static bool classes_init(void)
+{
+	if (likely(__atomic_load_n(&classes_ready, __ATOMIC_ACQUIRE)))
+		return true;
+	pthread_once(&classes_once, create_classes);
+	if (unlikely(classes_error)) {
+		errno = ENOMEM;
+		return false;
+	}
+	return true;
+}
+
+/* ---------------------------------------------------------- boot heap */
+
+/*
+ * A request made on the thread that is starting the library (the start-up
+ * called the C library, which called malloc): 16-byte aligned chunks from
+ * a static heap, each after a 16-byte header holding its size, never freed.
+ */
+#define BOOT_HEAP_SIZE (256u << 10)
+static char boot_heap[BOOT_HEAP_SIZE] __attribute__((aligned(PAGE_SIZE)));
+static size_t boot_used;
+
+static bool starting_self(void)
+{
+	return tls_creating || usl_starting_self();
+}
+
+static bool in_boot_heap(const void *p)
+{
+	return (uintptr_t)p - (uintptr_t)boot_heap < BOOT_HEAP_SIZE;
+}
+
+static void *boot_alloc(size_t size, size_t align)
+{
+	size_t start, end, old = __atomic_load_n(&boot_used, __ATOMIC_RELAXED);
+
+	if (align < 16)
+		align = 16;
+	do {
+		start = ALIGN_UP(old + 16, align);
+		end = start + ALIGN_UP(size, 16);
+		if (size > BOOT_HEAP_SIZE || end > BOOT_HEAP_SIZE) {
+			errno = ENOMEM;
+			return NULL;
+		}
+	} while (!__atomic_compare_exchange_n(&boot_used, &old, end, true, __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
+	*(size_t *)(void *)(boot_heap + start - 16) = ALIGN_UP(size, 16);
+	return boot_heap + start;
+}
+
+static size_t boot_size(const void *p)
+{
+	return *(const size_t *)(const void *)((const char *)p - 16);
+}
+
+/* ------------------------------------------------------------- large */
+
+static void *large_alloc(size_t size, size_t align, bool zero)
+{
+	struct slab *s;
+
+	if (unlikely(size > USLAB_KMALLOC_MAX_SIZE)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	s = cache_large_alloc(size, align < PAGE_SIZE ? PAGE_SIZE : align);
+	if (!s)
+		return NULL;
+	if (zero && !s->zeroed)
+		memset(s->base, 0, s->large_size);
+	return s->base;
+}
+
+/*
+ * The slab of memory uslab handed out, checked: in a live slab, at an
+ * object's start. Anything else is a bug of the caller.
+ */
+static struct slab *object_slab(const void *p, const char *what)
+{
+	struct slab *s = os_slab_lookup(p);
+	struct uslab_cache *c = s ? __atomic_load_n(&s->cache, __ATOMIC_ACQUIRE) : NULL;
+
+	if (unlikely(!c))
+		usl_bug(NULL, p, "%s of a pointer uslab did not hand out", what);
+	if (unlikely(slab_object_at(s, p) != p))
+		usl_bug(c, p, "%s of a pointer inside an object", what);
+	return s;
+}
+
+/* ------------------------------------------------------------- alloc */
+
+/*
+ * A request that missed the inline path: the first one (classes not yet
+ * created), an empty sheaf, a large or 0-byte request.
+ */
+void *uslab_priv_kmalloc_slow(size_t size)
+{
+	if (likely(size - 1 < USLAB_KMALLOC_MAX_CACHE_SIZE)) {
+		if (unlikely(!__atomic_load_n(&classes_ready, __ATOMIC_ACQUIRE)) && starting_self())
+			return boot_alloc(size, 8);
+		if (!classes_init())
+			return NULL;
+		return uslab_cache_alloc(uslab_priv_kmalloc_caches[uslab_priv_kmalloc_index(size)]);
+	}
+	if (!size)
+		return USLAB_ZERO_SIZE_PTR;
+	if (unlikely(starting_self()))
+		return boot_alloc(size, 8);
+	return large_alloc(size, PAGE_SIZE, false);
+}
+
+void *uslab_kmalloc(size_t size)
+{
+	if (likely(size - 1 < USLAB_KMALLOC_MAX_CACHE_SIZE &&
+		   __atomic_load_n(&classes_ready, __ATOMIC_ACQUIRE)))
+		return uslab_cache_alloc(uslab_priv_kmalloc_caches[uslab_priv_kmalloc_index(size)]);
+	return uslab_priv_kmalloc_slow(size);
+}
+
+void *uslab_kzalloc(size_t size)
+{
+	void *p;
+
+	if (size > USLAB_KMALLOC_MAX_CACHE_SIZE && size <= USLAB_KMALLOC_MAX_SIZE &&
+	    !starting_self())
+		return large_alloc(size, PAGE_SIZE, true); /* fresh pages need no memset */
+	p = uslab_kmalloc(size);
+	if (p && p != USLAB_ZERO_SIZE_PTR)
+		memset(p, 0, uslab_ksize(p));
+	return p;
+}
+
+void *uslab_kcalloc(size_t n, size_t size)
+{
+	size_t bytes;
+
+	if (unlikely(__builtin_mul_overflow(n, size, &bytes))) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return uslab_kzalloc(bytes);
+}
+
+void *uslab_kmalloc_aligned(size_t size, size_t align)
+{
+	size_t padded;
+	void *p;
+
+	if (unlikely(!align || (align & (align - 1)) || align > USLAB_KMALLOC_MAX_ALIGN)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (align <= 8 || !size)
+		return uslab_kmalloc(size);
+	/*
+	 * Up to a page: the class of size rounded up to @align is a multiple
+	 * of @align (a power of two at most its class's step, or a divisor of
+	 * that rounded size), and slabs are aligned to at least a page.
+	 */
+	padded = ALIGN_UP(size, align);
+	if (align <= PAGE_SIZE && padded >= size && padded <= USLAB_KMALLOC_MAX_CACHE_SIZE) {
+		p = uslab_kmalloc(padded);
+		USLAB_ASSERT(!p || ((uintptr_t)p & (align - 1)) == 0);
+		return p;
+	}
+	if (unlikely(starting_self()))
+		return boot_alloc(size, align);
+	return large_alloc(size, align, false);
+}
+
+/* -------------------------------------------------------------- free */
+
+void uslab_priv_kfree_slow(const void *p)
+{
+	struct slab *s;
+
+	if (USLAB_ZERO_OR_NULL_PTR(p) || unlikely(in_boot_heap(p)))
+		return;
+	s = object_slab(p, "kfree");
+	if (s->cache->flags & CACHE_LARGE)
+		cache_large_free(s);
+	else
+		uslab_cache_free(s->cache, (void *)p);
+}
+
+void uslab_kfree(const void *p)
+{
+	struct slab *s = os_slab_lookup(p);
+
+	if (likely(s)) {
+		struct uslab_cache *c = __atomic_load_n(&s->cache, __ATOMIC_ACQUIRE);
+
+		if (likely(c && !(c->flags & CACHE_LARGE))) {
+			uslab_cache_free(c, (void *)p);
+			return;
+		}
+	}
+	uslab_priv_kfree_slow(p);
+}
+
+size_t uslab_ksize(const void *p)
+{
+	struct slab *s;
+
+	if (USLAB_ZERO_OR_NULL_PTR(p))
+		return 0;
+	if (unlikely(in_boot_heap(p)))
+		return boot_size(p);
+	s = object_slab(p, "ksize");
+	return s->cache->flags & CACHE_LARGE ? s->large_size : s->cache->object_size;
+}
+
+void uslab_kfree_sensitive(const void *p)
+{
+	size_t n = uslab_ksize(p);
+
+	if (n) {
+		memset((void *)p, 0, n);
+		/* The memset must happen although the memory is freed next. */
+		__asm__ __volatile__("" : : "r"(p) : "memory");
+	}
+	uslab_kfree(p);
+}
+
+/* ------------------------------------------------------------ resize */
+
+/*
+ * A large object resized within its slab when @size still needs more than
+ * half of it (a shrink below that moves to memory of the right size).
+ * Return: whether it was.
+ */
+static bool large_resize(struct slab *s, size_t size)
+{
+	size_t cap = PAGE_SIZE << s->order, bytes = ALIGN_UP(size, PAGE_SIZE);
+
+	if (size <= USLAB_KMALLOC_MAX_CACHE_SIZE || size > cap || bytes <= cap / 2)
+		return false;
+	asan_unpoison(s->base, bytes);
+	asan_poison(s->base + bytes, cap - bytes);
+	s->large_size = bytes;
+	return true;
+}
+
+void *uslab_krealloc(const void *p, size_t size)
+{
+	struct slab *s;
+	size_t old;
+	void *q;
+
+	if (USLAB_ZERO_OR_NULL_PTR(p))
+		return uslab_kmalloc(size);
+	if (!size) {
+		uslab_kfree(p);
+		return USLAB_ZERO_SIZE_PTR;
+	}
+	if (unlikely(in_boot_heap(p))) {
+		old = boot_size(p);
+		if (size <= old)
+			return (void *)p;
+	} else {
+		s = object_slab(p, "krealloc");
+		if (s->cache->flags & CACHE_LARGE) {
+			if (large_resize(s, size))
+				return (void *)p;
+			old = s->large_size;
+		} else {
+			old = s->cache->object_size;
+			/* Its class still fits (any object of another cache: it fits). */
+			if (size <= old && (!(s->cache->flags & CACHE_KMALLOC) ||
+					    uslab_kmalloc_class_size(size) == old))
+				return (void *)p;
+		}
+	}
+	q = uslab_kmalloc(size);
+	if (!q)
+		return size <= old ? (void *)p : NULL; /* a failed shrink keeps @p */
+	memcpy(q, p, old < size ? old : size);
+	uslab_kfree(p);
+	return q;
+}
+
+/* ------------------------------------------------------------- query */
+
+struct uslab_cache *uslab_kmalloc_cache(size_t size)
+{
+	if (!size || size > USLAB_KMALLOC_MAX_CACHE_SIZE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!classes_init())
+		return NULL;
+	return uslab_priv_kmalloc_caches[uslab_priv_kmalloc_index(size)];
+}
+
+size_t uslab_kmalloc_class_size(size_t size)
+{
+	if (!size || size > USLAB_KMALLOC_MAX_SIZE)
+		return 0;
+	if (size <= USLAB_KMALLOC_MAX_CACHE_SIZE)
+		return class_size(uslab_priv_kmalloc_index(size));
+	return ALIGN_UP(size, PAGE_SIZE);
+}

@@ -1,0 +1,421 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_kmalloc.c - the kmalloc API (<uslab/kmalloc.h>) and its kernel
+ * names (<uslab/kmem.h>): every function, every documented outcome and
+ * error, contents that survive resizing, memory that goes back, and misuse
+ * stopped with "uslab: BUG". Built twice: inline fast paths, and through
+ * the library's functions (USLAB_NO_INLINE).
+ */
+#include <pthread.h>
+#include <sys/mman.h>
+#include <uslab/kmem.h>
+
+#include "../test.h"
+
+#define PAGE 4096ul
+
+/* The classes as the contract lists them, computed independently. */
+static size_t classes[USLAB_KMALLOC_CLASSES];
+
+static void make_classes(void)
+{
+	unsigned int n = 0;
+
+	for (size_t s = 8; s <= 64; s += 8)
+		classes[n++] = s;
+	for (unsigned int k = 6; k < 15; k++)
+		for (size_t m = 1; m <= 8; m++)
+			classes[n++] = (1ul << k) + m * (1ul << (k - 3));
+	CHECK(n == USLAB_KMALLOC_CLASSES && classes[n - 1] == USLAB_KMALLOC_MAX_CACHE_SIZE,
+	      "%u classes", n);
+}
+
+static size_t expected_usable(size_t n)
+{
+	for (unsigned int i = 0; i < USLAB_KMALLOC_CLASSES; i++)
+		if (classes[i] >= n)
+			return classes[i];
+	return (n + PAGE - 1) & ~(PAGE - 1);
+}
+
+static int is_resident(const void *p)
+{
+	unsigned char v = 0;
+
+	return mincore((void *)((uintptr_t)p & ~(PAGE - 1)), PAGE, &v) == 0 && (v & 1);
+}
+
+/* Every size 1..64 KiB: the smallest class that fits, its alignment, its waste. */
+static void test_every_size(void)
+{
+	char name[64];
+
+	for (size_t n = 1; n <= 65536; n++) {
+		size_t want = expected_usable(n);
+		unsigned char *p = uslab_kmalloc(n);
+		size_t got = uslab_ksize(p);
+
+		CHECK(p && got == want, "size %zu: usable %zu, want %zu", n, got, want);
+		CHECK(uslab_kmalloc_class_size(n) == want, "class_size(%zu)", n);
+		CHECK((uintptr_t)p % 8 == 0, "size %zu: 8-byte aligned", n);
+		if ((want & (want - 1)) == 0)
+			CHECK((uintptr_t)p % want == 0, "class %zu: naturally aligned", want);
+		if (n >= 64)
+			CHECK((double)(got - n) / (double)n < 0.125, "size %zu: waste %zu", n,
+			      got - n);
+		p[0] = 1;
+		p[got - 1] = 2; /* the whole usable size is ours */
+		if (n <= USLAB_KMALLOC_MAX_CACHE_SIZE) {
+			struct uslab_cache *c = uslab_kmalloc_cache(n);
+
+			snprintf(name, sizeof(name), "kmalloc-%zu", want);
+			CHECK(uslab_cache_of(p) == c && !strcmp(uslab_cache_name(c), name),
+			      "size %zu: from %s", n, name);
+		} else {
+			CHECK(uslab_cache_of(p) == NULL && uslab_owns(p), "size %zu: large", n);
+			CHECK(uslab_slab_of(p) == p, "a large object is its own slab");
+		}
+		uslab_kfree(p);
+	}
+	CHECK(uslab_kmalloc_cache(0) == NULL && errno == EINVAL, "no class for 0");
+	CHECK(uslab_kmalloc_cache(USLAB_KMALLOC_MAX_CACHE_SIZE + 1) == NULL && errno == EINVAL,
+	      "no class for a large object");
+	CHECK(uslab_kmalloc_class_size(0) == 0 && uslab_kmalloc_class_size(~0ul) == 0,
+	      "class_size of 0 and of too much");
+}
+
+static void test_zero_and_errors(void)
+{
+	void *p;
+
+	CHECK(uslab_kmalloc(0) == USLAB_ZERO_SIZE_PTR, "kmalloc(0)");
+	CHECK(uslab_kzalloc(0) == USLAB_ZERO_SIZE_PTR, "kzalloc(0)");
+	CHECK(uslab_kcalloc(0, 8) == USLAB_ZERO_SIZE_PTR, "kcalloc(0, 8)");
+	CHECK(uslab_kmalloc_aligned(0, 64) == USLAB_ZERO_SIZE_PTR, "kmalloc_aligned(0)");
+	CHECK(uslab_ksize(USLAB_ZERO_SIZE_PTR) == 0 && uslab_ksize(NULL) == 0, "ksize(0)");
+	uslab_kfree(USLAB_ZERO_SIZE_PTR);
+	uslab_kfree(NULL);
+	CHECK(ZERO_OR_NULL_PTR(NULL) && ZERO_OR_NULL_PTR(ZERO_SIZE_PTR), "ZERO_OR_NULL_PTR");
+
+	errno = 0;
+	CHECK(uslab_kmalloc(USLAB_KMALLOC_MAX_SIZE + 1) == NULL && errno == ENOMEM, "too big");
+	errno = 0;
+	CHECK(uslab_kcalloc(~0ul / 2, 3) == NULL && errno == ENOMEM, "kcalloc overflow");
+	errno = 0;
+	CHECK(uslab_kmalloc_aligned(64, 48) == NULL && errno == EINVAL, "align 48");
+	errno = 0;
+	CHECK(uslab_kmalloc_aligned(64, 0) == NULL && errno == EINVAL, "align 0");
+	errno = 0;
+	CHECK(uslab_kmalloc_aligned(64, USLAB_KMALLOC_MAX_ALIGN * 2) == NULL && errno == EINVAL,
+	      "align too big");
+	CHECK(kmalloc_array(~0ul / 4, 8, GFP_KERNEL) == NULL, "kmalloc_array overflow");
+
+	/* krealloc: NULL and ZERO_SIZE_PTR allocate, size 0 frees. */
+	p = uslab_krealloc(NULL, 10);
+	CHECK(p && uslab_ksize(p) == 16, "krealloc(NULL)");
+	p = uslab_krealloc(p, 0);
+	CHECK(p == USLAB_ZERO_SIZE_PTR, "krealloc(p, 0)");
+	p = uslab_krealloc(p, 100);
+	CHECK(p && p != USLAB_ZERO_SIZE_PTR && uslab_ksize(p) == 104, "krealloc(ZERO_SIZE_PTR)");
+	errno = 0;
+	CHECK(uslab_krealloc(p, USLAB_KMALLOC_MAX_SIZE + 1) == NULL && errno == ENOMEM,
+	      "krealloc failure");
+	memset(p, 7, 100); /* still valid */
+	uslab_kfree(p);
+}
+
+static void fill(unsigned char *p, size_t n, unsigned int seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (unsigned char)(seed + i * 7);
+}
+
+static int same(const unsigned char *p, size_t n, unsigned int seed)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != (unsigned char)(seed + i * 7))
+			return 0;
+	return 1;
+}
+
+static void test_zeroed(void)
+{
+	static const size_t sizes[] = { 1, 24, 100, 1000, 4096, 30000, 40000, 300000, 5 << 20 };
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		for (int round = 0; round < 3; round++) {
+			unsigned char *p = uslab_kmalloc(sizes[i]);
+			size_t n = uslab_ksize(p), bad = 0;
+
+			memset(p, 0xa5, n); /* dirty, then freed and reused */
+			uslab_kfree(p);
+			p = round == 2 ? uslab_kcalloc(1, sizes[i]) : uslab_kzalloc(sizes[i]);
+			CHECK(p && uslab_ksize(p) == n, "kzalloc(%zu)", sizes[i]);
+			for (size_t j = 0; j < n; j++)
+				bad += p[j] != 0;
+			CHECK(bad == 0, "kzalloc(%zu): %zu of %zu bytes not zero", sizes[i], bad,
+			      n);
+			uslab_kfree(p);
+		}
+	}
+}
+
+static void test_krealloc(void)
+{
+	unsigned char *p = uslab_kmalloc(65), *q;
+	size_t n;
+
+	/* In place within the class: 65..72 */
+	fill(p, 65, 1);
+	CHECK(uslab_krealloc(p, 72) == p && uslab_krealloc(p, 66) == p, "in place in class");
+	/* Growth through every class into large objects: contents survive. */
+	n = 65;
+	for (size_t size = 100; size <= (3u << 20); size = size * 3 / 2) {
+		q = uslab_krealloc(p, size);
+		CHECK(q && uslab_ksize(q) >= size, "krealloc to %zu", size);
+		CHECK(same(q, n, 1), "contents after krealloc to %zu", size);
+		fill(q, size, 1);
+		p = q;
+		n = size;
+	}
+	/* A large object grows in place inside its slab (2^order pages). */
+	q = uslab_kmalloc(200000); /* slab of 256 KiB */
+	fill(q, 200000, 3);
+	p = uslab_krealloc(q, 250000);
+	CHECK(p == q && uslab_ksize(p) == 250000 + (PAGE - 250000 % PAGE),
+	      "large grows in place (%p %p, %zu)", (void *)p, (void *)q, uslab_ksize(p));
+	CHECK(same(p, 200000, 3), "contents in place");
+	/* Shrinking below half of it moves to the right size, prefix kept. */
+	q = uslab_krealloc(p, 1000);
+	CHECK(q != p && uslab_ksize(q) == 1024 && same(q, 1000, 3), "shrink moves");
+	/* A shrink to a smaller class moves too; to the same class stays. */
+	p = uslab_krealloc(q, 100);
+	CHECK(p != q && uslab_ksize(p) == 104 && same(p, 100, 3), "shrink to a smaller class");
+	CHECK(uslab_krealloc(p, 97) == p, "same class stays");
+	uslab_kfree(p);
+	uslab_kfree(uslab_krealloc(NULL, 0)); /* ZERO_SIZE_PTR */
+}
+
+static void test_aligned(void)
+{
+	static const size_t sizes[] = { 1, 8, 24, 100, 1000, 3000, 5000, 20000, 70000 };
+
+	for (size_t align = 1; align <= (4u << 20); align *= 2) {
+		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+			unsigned char *p = uslab_kmalloc_aligned(sizes[i], align);
+
+			CHECK(p && (uintptr_t)p % align == 0 && uslab_ksize(p) >= sizes[i],
+			      "kmalloc_aligned(%zu, %zu) = %p", sizes[i], align, (void *)p);
+			memset(p, 1, sizes[i]);
+			uslab_kfree(p);
+		}
+	}
+}
+
+/* Large and huge objects: pages go back, the address is no longer ours. */
+static void test_large_release(void)
+{
+	size_t sizes[] = { 40000, 1 << 20, 40u << 20 }; /* the last above 32 MiB: unmapped */
+
+	for (size_t i = 0; i < 3; i++) {
+		unsigned char *p = uslab_kmalloc(sizes[i]);
+
+		CHECK(p && uslab_owns(p) && uslab_owns(p + sizes[i] - 1), "large %zu", sizes[i]);
+		CHECK(uslab_ksize(p) == ((sizes[i] + PAGE - 1) & ~(PAGE - 1)), "usable");
+		p[0] = 1;
+		p[sizes[i] - 1] = 1;
+		uslab_kfree(p);
+		CHECK(!uslab_owns(p), "freed large object %zu is not live", sizes[i]);
+		if (sizes[i] > (32u << 20))
+			CHECK(!is_resident(p), "a huge object is unmapped at once");
+	}
+	/* Retained pages go back on shrink (any cache's shrink purges os.c). */
+	{
+		unsigned char *p = uslab_kmalloc(1 << 20);
+
+		memset(p, 1, 1 << 20);
+		uslab_kfree(p);
+		uslab_cache_shrink(uslab_kmalloc_cache(8));
+		CHECK(!is_resident(p) && !is_resident(p + (1 << 20) - PAGE),
+		      "large pages purged by shrink");
+	}
+}
+
+/* kfree() and kfree_bulk() take objects of any cache, mixed with kmalloc'd ones. */
+static void test_mixed_free(void)
+{
+	struct uslab_cache *c = uslab_cache_create("mixed", 200, NULL, 0);
+	struct uslab_cache_stats before, after;
+	void *p[64], *big[4];
+	size_t k = 0;
+
+	uslab_thread_flush();
+	CHECK(!uslab_cache_stats(c, &before), "stats");
+	for (int i = 0; i < 16; i++) {
+		p[k++] = uslab_cache_alloc(c);
+		p[k++] = uslab_kmalloc((size_t)i * 300 + 1);
+		p[k++] = NULL;
+		if (i % 4 == 0) {
+			big[i / 4] = uslab_kmalloc(100000 + (size_t)i);
+			p[k++] = big[i / 4];
+		}
+	}
+	CHECK(uslab_ksize(p[0]) == 200 && uslab_slab_of(p[0]) == uslab_slab_of(p[0]),
+	      "ksize of a cache object");
+	kfree(uslab_cache_alloc(c)); /* kfree of a kmem_cache object */
+	kfree_bulk(k, p);
+	for (size_t i = 0; i < k; i++)
+		CHECK(p[i] == NULL, "kfree_bulk cleared entry %zu", i);
+	for (int i = 0; i < 4; i++)
+		CHECK(!uslab_owns(big[i]), "large object %d freed by kfree_bulk", i);
+	uslab_thread_flush();
+	CHECK(!uslab_cache_stats(c, &after), "stats");
+	CHECK(after.active_objs == before.active_objs, "every cache object back: %lu vs %lu",
+	      after.active_objs, before.active_objs);
+	CHECK(uslab_cache_destroy(c) == 0, "destroy after mixed frees");
+	CHECK(uslab_cache_destroy(uslab_kmalloc_cache(64)) == -EPERM, "kmalloc caches stay");
+}
+
+/* Deferred frees take kmalloc'd objects, small and large. */
+static void test_free_rcu(void)
+{
+	void *big = uslab_kmalloc(200000);
+
+	for (int i = 0; i < 1000; i++)
+		uslab_free_rcu(uslab_kmalloc((size_t)i * 13 + 1));
+	uslab_free_rcu(big);
+	uslab_rcu_barrier();
+	CHECK(!uslab_owns(big), "large object freed after the grace period");
+}
+
+static void test_kernel_names(void)
+{
+	char *s = kstrdup("uslab", GFP_KERNEL), *t = kstrndup("kernel names", 6, GFP_KERNEL);
+	int *a = kcalloc(10, sizeof(int), GFP_KERNEL), *b;
+	unsigned char *z, *q;
+
+	CHECK(s && !strcmp(s, "uslab") && t && !strcmp(t, "kernel"), "kstrdup, kstrndup");
+	CHECK(kstrdup(NULL, GFP_KERNEL) == NULL, "kstrdup(NULL)");
+	CHECK(a && a[9] == 0, "kcalloc");
+	a[9] = 9;
+	b = krealloc_array(a, 1000, sizeof(int), GFP_KERNEL | __GFP_ZERO);
+	CHECK(b && b[9] == 9 && b[999] == 0, "krealloc_array with __GFP_ZERO");
+	q = kmemdup(b, 40, GFP_KERNEL);
+	CHECK(q && !memcmp(q, b, 40), "kmemdup");
+	kvfree(b);
+	kfree(q);
+	kfree(s);
+	kfree(t);
+	z = kmalloc_node(128, GFP_KERNEL | __GFP_ZERO, NUMA_NO_NODE);
+	CHECK(z && z[127] == 0 && ksize(z) == 128, "kmalloc_node");
+	memset(z, 0xaa, 128);
+	kfree_sensitive(z);
+	q = kzalloc_node(100, GFP_KERNEL, 0);
+	CHECK(q && q[99] == 0, "kzalloc_node");
+	kfree(q);
+	/* The next 128-byte object is the one just freed (LIFO sheaf): zeroed. */
+	q = kmalloc(128, GFP_KERNEL);
+	if (q == z)
+		CHECK(q[0] == 0 && q[127] == 0, "kfree_sensitive cleared the object");
+	kfree(q);
+	q = kvmalloc(1 << 20, GFP_KERNEL);
+	CHECK(q && virt_to_head_page(q) == q && virt_to_slab(q + 1000) == q, "kvmalloc, virt_to_*");
+	kvfree(q);
+	CHECK(virt_to_slab(&s) == NULL, "virt_to_slab of the stack");
+}
+
+/* Two threads: one allocates random sizes and stamps them, the other checks and frees. */
+#define XFER 4096
+static void *xfer[XFER];
+static size_t xfer_size[XFER];
+static volatile int xfer_ready;
+
+static void *consumer(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&xfer_ready, __ATOMIC_ACQUIRE))
+		;
+	for (int i = 0; i < XFER; i++) {
+		CHECK_COUNTED(*(unsigned long *)arg, same(xfer[i], xfer_size[i], (unsigned int)i),
+			      "object %d survived the hand-over", i);
+		uslab_kfree(xfer[i]);
+	}
+	return NULL;
+}
+
+static void test_cross_thread(void)
+{
+	static unsigned long checks;
+	uint64_t seed = 42;
+	pthread_t t;
+
+	for (int round = 0; round < 8; round++) {
+		xfer_ready = 0;
+		CHECK(!pthread_create(&t, NULL, consumer, &checks), "thread");
+		for (int i = 0; i < XFER; i++) {
+			xfer_size[i] = rnd_next(&seed) % (i % 64 == 0 ? 200000 : 4096) + 1;
+			xfer[i] = uslab_kmalloc(xfer_size[i]);
+			fill(xfer[i], xfer_size[i], (unsigned int)i);
+		}
+		__atomic_store_n(&xfer_ready, 1, __ATOMIC_RELEASE);
+		pthread_join(t, NULL);
+	}
+	test_checks += checks;
+}
+
+/* Misuse stops the program with a BUG line. */
+static void free_stack(void *arg)
+{
+	int x;
+
+	(void)arg;
+	uslab_kfree(&x);
+}
+
+static void free_interior_large(void *arg)
+{
+	char *p = uslab_kmalloc(100000);
+
+	(void)arg;
+	uslab_kfree(p + 4096);
+}
+
+static void free_large_twice(void *arg)
+{
+	char *p = uslab_kmalloc(100000);
+
+	(void)arg;
+	uslab_kfree(p);
+	uslab_kfree(p);
+}
+
+static void ksize_foreign(void *arg)
+{
+	(void)arg;
+	uslab_ksize(malloc(16));
+}
+
+static void test_misuse(void)
+{
+	CHECK(expect_death(free_stack, NULL, "uslab: BUG"), "kfree of a stack address");
+	CHECK(expect_death(free_interior_large, NULL, "inside an object"), "interior pointer");
+	CHECK(expect_death(free_large_twice, NULL, "did not hand out"), "double free, large");
+	CHECK(expect_death(ksize_foreign, NULL, "did not hand out"), "ksize of malloc'd memory");
+}
+
+int main(void)
+{
+	make_classes();
+	RUN(test_every_size);
+	RUN(test_zero_and_errors);
+	RUN(test_zeroed);
+	RUN(test_krealloc);
+	RUN(test_aligned);
+	RUN(test_large_release);
+	RUN(test_mixed_free);
+	RUN(test_free_rcu);
+	RUN(test_kernel_names);
+	RUN(test_cross_thread);
+	RUN(test_misuse);
+	return 0;
+}
