@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: MIT
+/*
+ * malloc.c - libuslab-malloc.so: the C library's allocation functions on
+ * uslab's kmalloc layer, for LD_PRELOAD or for linking.
+ *
+ *   LD_PRELOAD=/usr/local/lib/libuslab-malloc.so program
+ *
+ * This file is a program of uslab like any other: it uses only <uslab.h>
+ * (the inline kmalloc and kfree fast paths included) and links
+ * libuslab.so, so a process has one uslab, whether it also calls the
+ * uslab API itself or not. glibc documents which functions a replacement
+ * must provide ("Replacing malloc"): malloc, free, calloc, realloc, and
+ * aligned_alloc, malloc_usable_size, memalign, posix_memalign, pvalloc,
+ * valloc; reallocarray is here too. C++ new and delete reach malloc and
+ * free through libstdc++.
+ *
+ * Sizes: a request of n bytes takes the kmalloc class of n rounded up to
+ * 16, so every object of 16 bytes or more is 16-byte aligned as glibc's
+ * are (gcc assumes it of malloc on x86-64: MALLOC_ABI_ALIGNMENT); malloc(0)
+ * returns a unique 16-byte object, as glibc does. Above 32 KiB an object is
+ * a large object (pages); every uslab tunable applies (USLAB_PURGE_DELAY_MS
+ * and USLAB_RETAIN_KB decide how soon freed memory goes back to the OS).
+ *
+ * Compiled with -fno-builtin: gcc must not turn the code below into calls
+ * of the functions it defines (malloc + memset into calloc, say).
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+#include <uslab.h>
+
+#define EXPORT __attribute__((visibility("default")))
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#define MALLOC_ALIGN 16ul
+#define PAGE 4096ul
+
+/* The prototypes, as <stdlib.h> and <malloc.h> give them (not included: -fno-builtin clashes). */
+EXPORT void *malloc(size_t size);
+EXPORT void free(void *p);
+EXPORT void *calloc(size_t n, size_t size);
+EXPORT void *realloc(void *p, size_t size);
+EXPORT void *reallocarray(void *p, size_t n, size_t size);
+EXPORT int posix_memalign(void **res, size_t align, size_t size);
+EXPORT void *aligned_alloc(size_t align, size_t size);
+EXPORT void *memalign(size_t align, size_t size);
+EXPORT void *valloc(size_t size);
+EXPORT void *pvalloc(size_t size);
+EXPORT size_t malloc_usable_size(void *p);
+
+/* A request beyond the classes, or 0 bytes. */
+static __attribute__((noinline)) void *malloc_slow(size_t size)
+{
+	return uslab_kmalloc(size ? size : MALLOC_ALIGN);
+}
+
+/* The class of size rounded up to 16, inline: about 14 instructions. */
+void *malloc(size_t size)
+{
+	if (likely(size - 1 < USLAB_KMALLOC_MAX_CACHE_SIZE))
+		return uslab_kmalloc((size + MALLOC_ALIGN - 1) & ~(MALLOC_ALIGN - 1));
+	return malloc_slow(size);
+}
+
+void free(void *p)
+{
+	uslab_kfree(p);
+}
+
+void *calloc(size_t n, size_t size)
+{
+	size_t bytes;
+	void *p;
+
+	if (unlikely(__builtin_mul_overflow(n, size, &bytes))) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (bytes > USLAB_KMALLOC_MAX_CACHE_SIZE)
+		return uslab_kzalloc(bytes); /* pages fresh from the OS are not cleared again */
+	p = malloc(bytes);
+	if (p)
+		memset(p, 0, bytes);
+	return p;
+}
+
+void *realloc(void *p, size_t size)
+{
+	if (!p)
+		return malloc(size);
+	if (!size) {
+		/* glibc: the memory is freed and NULL returned. */
+		free(p);
+		return NULL;
+	}
+	if (size <= USLAB_KMALLOC_MAX_CACHE_SIZE)
+		size = (size + MALLOC_ALIGN - 1) & ~(MALLOC_ALIGN - 1);
+	return uslab_krealloc(p, size);
+}
+
+void *reallocarray(void *p, size_t n, size_t size)
+{
+	size_t bytes;
+
+	if (unlikely(__builtin_mul_overflow(n, size, &bytes))) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return realloc(p, bytes);
+}
+
+/* @align a power of two; NULL with errno EINVAL or ENOMEM. */
+static void *alloc_aligned(size_t align, size_t size)
+{
+	if (align <= MALLOC_ALIGN)
+		return malloc(size);
+	if (align > USLAB_KMALLOC_MAX_ALIGN) {
+		errno = ENOMEM; /* a power of two, but more than uslab can align to */
+		return NULL;
+	}
+	return uslab_kmalloc_aligned(size ? size : 1, align);
+}
+
+int posix_memalign(void **res, size_t align, size_t size)
+{
+	int saved = errno;
+	void *p;
+
+	if (!align || (align & (align - 1)) || align % sizeof(void *))
+		return EINVAL;
+	p = alloc_aligned(align, size);
+	if (!p) {
+		int err = errno;
+
+		errno = saved; /* posix_memalign reports through its result only */
+		return err;
+	}
+	*res = p;
+	return 0;
+}
+
+void *aligned_alloc(size_t align, size_t size)
+{
+	if (!align || (align & (align - 1))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return alloc_aligned(align, size);
+}
+
+/* glibc's memalign takes any alignment: not a power of two, it rounds up. */
+void *memalign(size_t align, size_t size)
+{
+	if (align > USLAB_KMALLOC_MAX_ALIGN) {
+		errno = EINVAL;
+		return NULL;
+	}
+	while (align & (align - 1))
+		align += align & -align;
+	return alloc_aligned(align ? align : 1, size);
+}
+
+void *valloc(size_t size)
+{
+	return alloc_aligned(PAGE, size);
+}
+
+/* Page-aligned, the size rounded up to whole pages (0 bytes: one page). */
+void *pvalloc(size_t size)
+{
+	if (size > USLAB_KMALLOC_MAX_SIZE) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return alloc_aligned(PAGE, size ? (size + PAGE - 1) & ~(PAGE - 1) : PAGE);
+}
+
+size_t malloc_usable_size(void *p)
+{
+	return uslab_ksize(p);
+}
