@@ -16,22 +16,21 @@
  *            About 18 instructions.
  *
  * Everything else is a slow path: the first call (the classes are created
- * then, under pthread_once), sheaf refills and flushes (pcs.c), large
+ * then, see create_classes()), sheaf refills and flushes (pcs.c), large
  * objects (os.c's retain and purge policy applies to their slabs), and
  * NULL, USLAB_ZERO_SIZE_PTR or foreign pointers.
  *
  * Start-up recursion. The classes are created lazily, and the start-up of
  * the library may call into the C library, which may call malloc: with
  * libuslab-malloc.so that is uslab_kmalloc() again, on the same thread,
- * inside pthread_once. Such a nested request is served from a small static
- * boot heap (never freed; uslab_kfree() ignores its pointers), so start-up
- * cannot deadlock on itself.
+ * inside pthread_once() or the class creation. Such a nested request is
+ * served from a small static boot heap (never freed; uslab_kfree() ignores
+ * its pointers), so start-up cannot deadlock on itself.
  *
  * Layer: above lifecycle.c (it creates its caches with lifecycle_create(),
  * as create_kmalloc_caches() uses the common create path); below it only
  * the layers' public calls and cache.c's large objects.
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -43,10 +42,8 @@ struct uslab_cache *uslab_priv_kmalloc_caches[USLAB_KMALLOC_CLASSES] = {
 	[0 ... USLAB_KMALLOC_CLASSES - 1] = (struct uslab_cache *)&boot_class,
 };
 
-static pthread_once_t classes_once = PTHREAD_ONCE_INIT;
 static bool classes_ready;
-static int classes_error;
-static __thread bool tls_creating;
+static __thread bool tls_creating; /* this thread creates classes */
 
 /* ------------------------------------------------------------ classes */
 
@@ -62,48 +59,55 @@ static size_t class_size(unsigned int idx)
 	return (1ul << k) + (size_t)(j % 8 + 1) * (1ul << (k - 3));
 }
 
-static void create_classes(void)
+/*
+ * Create the classes not created yet. Lock-free: threads that race at the
+ * first request each create what they find missing and install it with a
+ * CAS; a loser destroys its copy (empty, never used). A failure (no
+ * memory) leaves the classes made so far and is retried by the next
+ * request, so it is never permanent.
+ */
+static bool create_classes(void)
 {
 	struct uslab_cache_args args = { 0 };
 	char name[USLAB_NAME_MAX + 1];
+	bool ok = true;
 
+	if (usl_init())
+		return false;
 	tls_creating = true;
-	if (usl_init()) {
-		classes_error = errno;
-		tls_creating = false;
-		return;
-	}
-	for (unsigned int i = 0; i < USLAB_KMALLOC_CLASSES; i++) {
+	for (unsigned int i = 0; i < USLAB_KMALLOC_CLASSES && ok; i++) {
+		struct uslab_cache *boot = (struct uslab_cache *)&boot_class, *c;
 		size_t size = class_size(i);
-		struct uslab_cache *c;
 
+		if (__atomic_load_n(&uslab_priv_kmalloc_caches[i], __ATOMIC_ACQUIRE) != boot)
+			continue;
 		USLAB_ASSERT(uslab_priv_kmalloc_index(size) == i);
 		snprintf(name, sizeof(name), "kmalloc-%zu", size);
 		c = lifecycle_create(name, size, &args, CACHE_KMALLOC);
 		if (!c) {
-			/* The classes made so far stay: they are ordinary caches. */
-			classes_error = errno;
-			break;
+			ok = false;
+		} else if (!__atomic_compare_exchange_n(&uslab_priv_kmalloc_caches[i], &boot, c,
+							false, __ATOMIC_ACQ_REL,
+							__ATOMIC_ACQUIRE)) {
+			c->flags &= ~CACHE_KMALLOC; /* nobody saw it: destroy may have it */
+			uslab_cache_destroy(c);
 		}
-		USLAB_ASSERT(c->size == size);
-		__atomic_store_n(&uslab_priv_kmalloc_caches[i], c, __ATOMIC_RELEASE);
 	}
-	if (!classes_error)
-		__atomic_store_n(&classes_ready, true, __ATOMIC_RELEASE);
 	tls_creating = false;
+	if (ok)
+		__atomic_store_n(&classes_ready, true, __ATOMIC_RELEASE);
+	return ok;
 }
 
-/* Whether the classes exist, creating them on first use. Sets errno if not. */
+/* Whether the classes exist, creating them on first use. errno ENOMEM if not. */
 static bool classes_init(void)
 {
 	if (likely(__atomic_load_n(&classes_ready, __ATOMIC_ACQUIRE)))
 		return true;
-	pthread_once(&classes_once, create_classes);
-	if (unlikely(classes_error)) {
-		errno = ENOMEM;
-		return false;
-	}
-	return true;
+	if (create_classes())
+		return true;
+	errno = ENOMEM;
+	return false;
 }
 
 /* ---------------------------------------------------------- boot heap */

@@ -8,6 +8,7 @@
  */
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <uslab/kmem.h>
 
 #include "../test.h"
@@ -403,9 +404,64 @@ static void test_misuse(void)
 	CHECK(expect_death(ksize_foreign, NULL, "did not hand out"), "ksize of malloc'd memory");
 }
 
+/* Address space of this process in KiB (VmSize). */
+static long vm_kb(void)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "VmSize:", 7))
+			kb = atol(line + 7);
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+/*
+ * The first request fails for want of address space (the classes cannot be
+ * created): ENOMEM, and not for ever: the next request, with memory again,
+ * succeeds. In a child that has not started uslab (this runs first).
+ */
+static void first_request_fails_child(void *arg)
+{
+	struct rlimit rl, saved;
+	void *p;
+
+	(void)arg;
+	getrlimit(RLIMIT_AS, &saved);
+	rl = saved;
+	rl.rlim_cur = (rlim_t)(vm_kb() + 1024) * 1024;
+	if (setrlimit(RLIMIT_AS, &rl))
+		_exit(3);
+	errno = 0;
+	p = uslab_kmalloc(100);
+	if (p || errno != ENOMEM)
+		_exit(4);
+	setrlimit(RLIMIT_AS, &saved);
+	p = uslab_kmalloc(100);
+	if (!p || uslab_ksize(p) != 104 || uslab_kmalloc_cache(100) == NULL)
+		_exit(5);
+	uslab_kfree(p);
+	_exit(0);
+}
+
+static void test_first_request_fails(void)
+{
+	char buf[1024];
+	int st;
+
+	if (TEST_SANITIZED) /* the sanitizers reserve terabytes of address space */
+		return;
+	st = run_child(first_request_fails_child, NULL, buf, sizeof(buf));
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x: %s", st, buf);
+}
+
 int main(void)
 {
 	make_classes();
+	RUN(test_first_request_fails);
 	RUN(test_every_size);
 	RUN(test_zero_and_errors);
 	RUN(test_zeroed);
