@@ -2,15 +2,19 @@
 # scripts/deps.sh [test|bench] - install the Debian packages uslab needs,
 # only those missing; quiet when everything is present. Idempotent.
 #
-#   test:  the compiler, CMake, pkg-config, clang-format, liburcu
-#   bench: the above, plus the peer allocators and gnuplot
+#   test:  the compiler, CMake, pkg-config, clang-format, liburcu, and
+#          python3 and sqlite3 (tests/preload runs them on libuslab-malloc.so)
+#   bench: the above, plus the peer allocators and gnuplot, and the real
+#          programs bench/run-malloc runs under each malloc (redis, python3,
+#          sqlite3, xz, GNU time)
 set -eu
 what=${1:-test}
 
-pkgs="gcc g++ make cmake pkg-config clang-format liburcu-dev"
+pkgs="gcc g++ make cmake pkg-config clang-format liburcu-dev python3 sqlite3"
 if [ "$what" = bench ]; then
 	pkgs="$pkgs libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev"
 	pkgs="$pkgs libdpdk-dev gnuplot-nox valgrind"
+	pkgs="$pkgs redis-server redis-tools python3 sqlite3 xz-utils time"
 fi
 
 missing=""
@@ -29,3 +33,15 @@ export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq >/dev/null
 # shellcheck disable=SC2086
 $sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
+# Debian starts redis-server as a system service; bench/run-malloc runs its own
+# instances on a private port, so a packaged one must not run beside them.
+case " $missing " in
+*" redis-server "*)
+	if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
+		$sudo systemctl disable --now redis-server >/dev/null 2>&1 || true
+	elif [ -x /etc/init.d/redis-server ]; then
+		$sudo /etc/init.d/redis-server stop >/dev/null 2>&1 || true
+		$sudo update-rc.d redis-server disable >/dev/null 2>&1 || true
+	fi
+	;;
+esac
