@@ -123,6 +123,19 @@ static int calculate_order(unsigned int size, unsigned int max_order)
 	return order <= SLAB_MAX_ORDER ? (int)order : -EINVAL;
 }
 
+/*
+ * A kmalloc class keeps at most KMALLOC_KEEP_BYTES of empty slabs (1 to 5):
+ * under the malloc drop-in 80 classes with SLUB's 5..10 slabs of up to
+ * 256 KiB each could pin tens of MiB the program freed.
+ */
+#define KMALLOC_KEEP_BYTES (64ul << 10)
+static unsigned int kmalloc_min_partial(unsigned int order)
+{
+	unsigned long n = KMALLOC_KEEP_BYTES >> (PAGE_SHIFT + order);
+
+	return n < 1 ? 1 : n > 5 ? 5 : (unsigned int)n;
+}
+
 static unsigned int default_min_partial(unsigned int size)
 {
 	unsigned int mp = (fls_uint(size) - 1) / 2;
@@ -182,7 +195,8 @@ static int cache_setup(struct uslab_cache *c, const char *name, size_t size, siz
 	if (!c->min_partial)
 		c->min_partial = usl_opt.min_partial;
 	if (!c->min_partial)
-		c->min_partial = default_min_partial(c->size);
+		c->min_partial = (flags & CACHE_KMALLOC) ? kmalloc_min_partial(c->order)
+							 : default_min_partial(c->size);
 	c->id = -1;
 	c->hot.pcs_off = 0;
 	ulock_setup(&c->node.lock, LOCK_NODE);

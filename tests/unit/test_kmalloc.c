@@ -47,6 +47,9 @@ static void test_class_caches(void)
 		CHECK(slab - c->objects * cs <= slab / 8, "%s: order %u wastes %zu of %zu", c->name,
 		      c->order, slab - c->objects * cs, slab);
 		CHECK(c->order <= KMALLOC_MAX_ORDER, "%s: order %u", c->name, c->order);
+		/* Empty slabs kept: at most 64 KiB of them, at least one. */
+		CHECK(c->min_partial >= 1 && (c->min_partial == 1 || c->min_partial * slab <= 65536),
+		      "%s: min_partial %u of %zu-byte slabs", c->name, c->min_partial, slab);
 	}
 }
 
