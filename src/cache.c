@@ -195,8 +195,8 @@ static int cache_setup(struct uslab_cache *c, const char *name, size_t size, siz
 	if (!c->min_partial)
 		c->min_partial = usl_opt.min_partial;
 	if (!c->min_partial)
-		c->min_partial = (flags & CACHE_KMALLOC) ? kmalloc_min_partial(c->order)
-							 : default_min_partial(c->size);
+		c->min_partial = (flags & CACHE_KMALLOC) ? kmalloc_min_partial(c->order) :
+							   default_min_partial(c->size);
 	c->id = -1;
 	c->hot.pcs_off = 0;
 	ulock_setup(&c->node.lock, LOCK_NODE);
@@ -366,6 +366,7 @@ static void slab_discard(struct uslab_cache *c, struct slab *s, struct slab **re
 	node_assert_counts(n);
 	node_stat(n, USLAB_STAT_SLAB_FREE);
 	s->state = SLAB_FREE;
+	s->pcs_id = 0; /* a kfree of one of its objects now goes to the checks */
 	s->next = *release;
 	*release = s;
 }
@@ -659,10 +660,10 @@ void cache_node_stats(struct uslab_cache *c, struct uslab_cache_stats *st)
 /*
  * cache_large_alloc - a large object of @size bytes (usable: rounded up
  * to a page), aligned to @align (a power of two up to ARENA_GRANULE).
- * Return: its slab (the object at s->base, s->zeroed set when it reads as
- * zeros); NULL with errno ENOMEM.
+ * @zeroed: set when the object reads as zeros (fresh or purged pages).
+ * Return: its slab (the object at s->base); NULL with errno ENOMEM.
  */
-struct slab *cache_large_alloc(size_t size, size_t align)
+struct slab *cache_large_alloc(size_t size, size_t align, bool *zeroed)
 {
 	size_t bytes = ALIGN_UP(size, PAGE_SIZE);
 	unsigned int order = get_order(bytes > align ? bytes : align);
@@ -677,6 +678,8 @@ struct slab *cache_large_alloc(size_t size, size_t align)
 	s->freelist = NULL;
 	s->nfree = 0;
 	s->bump = s->objects = 1;
+	s->pcs_id = 0; /* no sheaves: kfree goes to the slow path */
+	*zeroed = s->zeroed;
 	s->large_size = bytes;
 	/* Beyond the usable size: an ASan report, as past any object. */
 	asan_poison(s->base + bytes, (PAGE_SIZE << order) - bytes);

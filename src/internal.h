@@ -140,10 +140,12 @@ struct slab {
 	uint32_t nfree;		   /* objects on @freelist */
 	uint32_t bump;		   /* objects [bump, objects) never used */
 	uint32_t objects;	   /* objects in the slab */
-	uint8_t state;		   /* enum slab_state */
+	uint8_t state : 7;	   /* enum slab_state */
+	uint8_t zeroed : 1;	   /* os.c gave it reading as zeros */
 	uint8_t order;		   /* the slab is 2^order pages */
-	uint8_t zeroed;		   /* os.c gave it reading as zeros */
-	uint8_t pad;
+	/* The cache's id while its objects may be freed to sheaves, else 0:
+	   the inline kfree's pcs (uslab/kmalloc.h) */
+	uint16_t pcs_id;
 	union {
 		/* PARTIAL: the node partial list; DIRTY, PURGING: os.c's lists */
 		struct list_node list;
@@ -158,6 +160,8 @@ struct slab {
 };
 
 _Static_assert(sizeof(struct slab) == CACHELINE, "a slab descriptor is one cache line");
+_Static_assert(offsetof(struct slab, pcs_id) == USLAB_PRIV_SLAB_PCS_ID, "uslab/kmalloc.h");
+_Static_assert(USLAB_MAX_CACHES < 65536, "a cache id fits struct slab.pcs_id");
 _Static_assert(offsetof(struct slab, next) == offsetof(struct slab, list.next),
 	       "@next is @list.next");
 
@@ -278,7 +282,7 @@ INTERNAL void cache_unregister_locked(struct uslab_cache *c);
 INTERNAL unsigned long cache_release_all(struct uslab_cache *c);
 INTERNAL void cache_add_events(struct uslab_cache *c, const uint64_t *ev);
 INTERNAL void cache_node_stats(struct uslab_cache *c, struct uslab_cache_stats *st);
-INTERNAL struct slab *cache_large_alloc(size_t size, size_t align);
+INTERNAL struct slab *cache_large_alloc(size_t size, size_t align, bool *zeroed);
 INTERNAL void cache_large_free(struct slab *s);
 
 /* Count one event of the node, under its lock; nothing without USLAB_STATS. */
@@ -388,6 +392,7 @@ struct pcs {
 _Static_assert(sizeof(struct uslab_priv_pcs) + sizeof(void *) == CACHELINE,
 	       "the fast path's fields fill the first cache line of a pcs");
 _Static_assert(sizeof(struct pcs) == 2 * CACHELINE, "a pcs is two cache lines");
+_Static_assert(sizeof(struct pcs) == 1u << USLAB_PRIV_PCS_SHIFT, "uslab/kmalloc.h: pcs of id");
 
 struct pcs_events {
 	uint64_t ev[USLAB_STAT_NR_ITEMS];

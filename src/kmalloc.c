@@ -36,11 +36,9 @@
 
 #include "internal.h"
 
-/* Before start-up every class points here: pcs entry 0, both fast paths miss. */
-static struct uslab_priv_cache boot_class;
-struct uslab_cache *uslab_priv_kmalloc_caches[USLAB_KMALLOC_CLASSES] = {
-	[0 ... USLAB_KMALLOC_CLASSES - 1] = (struct uslab_cache *)&boot_class,
-};
+/* The class caches, and their ids for the inline path (0: not created, always empty). */
+static struct uslab_cache *classes[USLAB_KMALLOC_CLASSES];
+unsigned short uslab_priv_kmalloc_ids[USLAB_KMALLOC_CLASSES];
 
 static bool classes_ready;
 static __thread bool tls_creating; /* this thread creates classes */
@@ -76,19 +74,24 @@ static bool create_classes(void)
 		return false;
 	tls_creating = true;
 	for (unsigned int i = 0; i < USLAB_KMALLOC_CLASSES && ok; i++) {
-		struct uslab_cache *boot = (struct uslab_cache *)&boot_class, *c;
+		struct uslab_cache *none = NULL, *c;
 		size_t size = class_size(i);
 
-		if (__atomic_load_n(&uslab_priv_kmalloc_caches[i], __ATOMIC_ACQUIRE) != boot)
+		if (__atomic_load_n(&classes[i], __ATOMIC_ACQUIRE))
 			continue;
 		USLAB_ASSERT(uslab_priv_kmalloc_index(size) == i);
 		snprintf(name, sizeof(name), "kmalloc-%zu", size);
 		c = lifecycle_create(name, size, &args, CACHE_KMALLOC);
 		if (!c) {
 			ok = false;
-		} else if (!__atomic_compare_exchange_n(&uslab_priv_kmalloc_caches[i], &boot, c,
-							false, __ATOMIC_ACQ_REL,
-							__ATOMIC_ACQUIRE)) {
+		} else if (__atomic_compare_exchange_n(&classes[i], &none, c, false,
+						       __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			/* Every class has sheaves: an id > 0 (uslab_priv_pcs_of_id). */
+			USLAB_ASSERT(c->id > 0 &&
+				     c->hot.pcs_off == (size_t)c->id << USLAB_PRIV_PCS_SHIFT);
+			__atomic_store_n(&uslab_priv_kmalloc_ids[i], (unsigned short)c->id,
+					 __ATOMIC_RELEASE);
+		} else {
 			c->flags &= ~CACHE_KMALLOC; /* nobody saw it: destroy may have it */
 			uslab_cache_destroy(c);
 		}
@@ -97,6 +100,12 @@ static bool create_classes(void)
 	if (ok)
 		__atomic_store_n(&classes_ready, true, __ATOMIC_RELEASE);
 	return ok;
+}
+
+/* The cache of a class size, once the classes exist (acquire: it was installed by a CAS). */
+static inline struct uslab_cache *class_of(size_t size)
+{
+	return __atomic_load_n(&classes[uslab_priv_kmalloc_index(size)], __ATOMIC_ACQUIRE);
 }
 
 /* Whether the classes exist, creating them on first use. errno ENOMEM if not. */
@@ -160,15 +169,16 @@ static size_t boot_size(const void *p)
 static void *large_alloc(size_t size, size_t align, bool zero)
 {
 	struct slab *s;
+	bool zeroed;
 
 	if (unlikely(size > USLAB_KMALLOC_MAX_SIZE)) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	s = cache_large_alloc(size, align < PAGE_SIZE ? PAGE_SIZE : align);
+	s = cache_large_alloc(size, align < PAGE_SIZE ? PAGE_SIZE : align, &zeroed);
 	if (!s)
 		return NULL;
-	if (zero && !s->zeroed)
+	if (zero && !zeroed)
 		memset(s->base, 0, s->large_size);
 	return s->base;
 }
@@ -202,7 +212,7 @@ void *uslab_priv_kmalloc_slow(size_t size)
 			return boot_alloc(size, 8);
 		if (!classes_init())
 			return NULL;
-		return uslab_cache_alloc(uslab_priv_kmalloc_caches[uslab_priv_kmalloc_index(size)]);
+		return uslab_cache_alloc(class_of(size));
 	}
 	if (!size)
 		return USLAB_ZERO_SIZE_PTR;
@@ -215,7 +225,7 @@ void *uslab_kmalloc(size_t size)
 {
 	if (likely(size - 1 < USLAB_KMALLOC_MAX_CACHE_SIZE &&
 		   __atomic_load_n(&classes_ready, __ATOMIC_ACQUIRE)))
-		return uslab_cache_alloc(uslab_priv_kmalloc_caches[uslab_priv_kmalloc_index(size)]);
+		return uslab_cache_alloc(class_of(size));
 	return uslab_priv_kmalloc_slow(size);
 }
 
@@ -391,7 +401,7 @@ struct uslab_cache *uslab_kmalloc_cache(size_t size)
 	}
 	if (!classes_init())
 		return NULL;
-	return uslab_priv_kmalloc_caches[uslab_priv_kmalloc_index(size)];
+	return class_of(size);
 }
 
 size_t uslab_kmalloc_class_size(size_t size)

@@ -25,7 +25,7 @@
  *   - os_purge() returns every page retained when it was called, in
  *     batches (shrink, destroy).
  *   - os_slab_lookup(p) maps any address to its slab descriptor in O(1)
- *     without a lock: two dependent loads and a shift. NULL if p is not in
+ *     without a lock: one load of the slab registry and a shift. NULL if p is not in
  *     a slab currently owned by a cache. Descriptors are never unmapped,
  *     so a lookup racing with an arena's release reads a free slot.
  *   - os_mmap/os_munmap: page-granular metadata memory (thread tables).
@@ -39,9 +39,11 @@
  * an arena of their own, one slot, unmapped as soon as the slot is freed
  * (no retention: a huge slab is too big to keep for reuse).
  *
- * The registry and the first fields of an arena (struct uslab_priv_arena)
- * and of a slab descriptor (its cache) are read without a lock by the
- * inline kfree of <uslab/fastpath.h>: their layout is part of the ABI.
+ * Two registries, one entry per granule: arena_map (the arena, for os.c's
+ * bookkeeping) and uslab_priv_slab_map (the granule's first slab
+ * descriptor and the shift, for lookups). The slab registry and a slab
+ * descriptor's pcs_id are read without a lock by the inline kfree of
+ * <uslab/kmalloc.h>: their layout is part of the ABI.
  *
  * Slot states: fresh (never used: beyond a->nfresh), used (cache != NULL),
  * dirty (free, pages resident, on its order's dirty list, newest first:
@@ -90,8 +92,9 @@
 #define PURGE_ALL_BATCH 64
 
 struct arena {
-	/* base, shift (PAGE_SHIFT + order), order: read by the inline kfree */
-	struct uslab_priv_arena hot;
+	uintptr_t base;
+	unsigned int order;
+	unsigned int shift; /* PAGE_SHIFT + order */
 	size_t size;
 	unsigned int nslots;
 	unsigned int nused;    /* slots owned by caches */
@@ -104,10 +107,10 @@ struct arena {
 	struct slab slabs[] CACHELINE_ALIGNED;
 };
 
-/* What <uslab/fastpath.h> reads of an arena and a slab descriptor. */
-_Static_assert(offsetof(struct arena, slabs) == USLAB_PRIV_ARENA_SLABS, "slab table offset");
+/* What <uslab/kmalloc.h> reads: slab descriptors, 64-byte aligned (page-aligned tables). */
+_Static_assert(offsetof(struct arena, slabs) % CACHELINE == 0, "descriptors on cache lines");
 _Static_assert(sizeof(struct slab) == 1u << USLAB_PRIV_SLAB_SHIFT, "slab descriptor size");
-_Static_assert(offsetof(struct slab, cache) == 0, "a slab descriptor starts with its cache");
+_Static_assert(ARENA_SHIFT == USLAB_PRIV_ARENA_SHIFT, "registry granule");
 
 struct os_order {
 	struct arena *arenas; /* live arenas of this order */
@@ -120,9 +123,15 @@ static struct ulock os_lock = ULOCK_INIT_RANK(LOCK_OS);
 static struct os_order orders[OS_MAX_ORDER + 1];
 /* Slots being purged, any order (struct slab.list). */
 static struct list_node purging = LIST_HEAD_INIT(purging);
-/* The registry, exported for the inline kfree (uslab/fastpath.h). */
-struct uslab_priv_arena *uslab_priv_arena_map[MAP_ENTRIES];
-#define arena_map uslab_priv_arena_map
+static struct arena *arena_map[MAP_ENTRIES];
+/*
+ * The slab registry, exported for the inline kfree (uslab/kmalloc.h): per
+ * 64 MiB granule, the descriptor of the granule's first slab (64-byte
+ * aligned) ORed with the arena's shift; 0 for no arena. The slab of p is
+ * desc + ((p % 64 MiB) >> shift): one load, no arena header read.
+ */
+uintptr_t uslab_priv_slab_map[MAP_ENTRIES];
+#define slab_map uslab_priv_slab_map
 static size_t live_arenas;
 static size_t dirty_bytes;
 static uintptr_t mmap_hint; /* where the next arena would follow the last (racy hint) */
@@ -200,9 +209,14 @@ static void *mmap_aligned(size_t size, size_t align)
 
 static void map_set(struct arena *a, struct arena *val)
 {
-	for (uintptr_t g = a->hot.base; g < a->hot.base + a->size; g += ARENA_GRANULE)
-		__atomic_store_n(&arena_map[g >> ARENA_SHIFT], val ? &val->hot : NULL,
-				 __ATOMIC_RELEASE);
+	for (uintptr_t g = a->base; g < a->base + a->size; g += ARENA_GRANULE) {
+		uintptr_t e = 0;
+
+		if (val)
+			e = (uintptr_t)&a->slabs[(g - a->base) >> a->shift] | a->shift;
+		__atomic_store_n(&arena_map[g >> ARENA_SHIFT], val, __ATOMIC_RELEASE);
+		__atomic_store_n(&slab_map[g >> ARENA_SHIFT], e, __ATOMIC_RELEASE);
+	}
 }
 
 /*
@@ -238,10 +252,10 @@ static struct arena *arena_create(unsigned int order, struct arena *a)
 		a->nslots = nslots;
 	}
 	WRITE_ONCE(mmap_hint, (uintptr_t)mem + size);
-	a->hot.base = (uintptr_t)mem;
+	a->base = (uintptr_t)mem;
 	a->size = size;
-	a->hot.order = order;
-	a->hot.shift = PAGE_SHIFT + order;
+	a->order = order;
+	a->shift = PAGE_SHIFT + order;
 	a->nused = 0;
 	a->npurging = 0;
 	a->ndirty = 0;
@@ -253,7 +267,7 @@ static struct arena *arena_create(unsigned int order, struct arena *a)
 /* Make a created arena live: its order's list and the registry. Under os_lock. */
 static void arena_install(struct arena *a)
 {
-	struct os_order *o = &orders[a->hot.order];
+	struct os_order *o = &orders[a->order];
 
 	USLAB_ASSERT(ulock_held(&os_lock));
 	a->next = o->arenas;
@@ -270,18 +284,18 @@ static void arena_install(struct arena *a)
  */
 static void arena_check(struct arena *a, struct arena **rel)
 {
-	struct os_order *o = &orders[a->hot.order];
+	struct os_order *o = &orders[a->order];
 	struct arena **pp = &o->arenas;
 
 	USLAB_ASSERT(ulock_held(&os_lock));
 	/* The last arena of an order stays for the next slab, unless huge. */
-	if (a->nused || a->npurging || (o->narenas < 2 && a->hot.order <= SLAB_MAX_ORDER))
+	if (a->nused || a->npurging || (o->narenas < 2 && a->order <= SLAB_MAX_ORDER))
 		return;
 	for (unsigned int i = 0; a->ndirty && i < a->nfresh; i++) {
 		if (a->slabs[i].state == SLAB_DIRTY) {
-			USLAB_ASSERT(dirty_bytes >= PAGE_SIZE << a->hot.order);
+			USLAB_ASSERT(dirty_bytes >= PAGE_SIZE << a->order);
 			list_del(&a->slabs[i].list);
-			dirty_bytes -= PAGE_SIZE << a->hot.order;
+			dirty_bytes -= PAGE_SIZE << a->order;
 			a->ndirty--;
 		}
 	}
@@ -313,7 +327,7 @@ static void arenas_unmap(struct arena *rel)
 		uintptr_t from = ALIGN_UP((uintptr_t)a->slabs, PAGE_SIZE);
 		uintptr_t to = (uintptr_t)a + a->desc_size;
 
-		munmap((void *)a->hot.base, a->size);
+		munmap((void *)a->base, a->size);
 		if (to > from)
 			madvise((void *)from, to - from, MADV_DONTNEED);
 	}
@@ -323,7 +337,7 @@ static void arenas_unmap(struct arena *rel)
 
 		a = rel;
 		rel = a->next;
-		o = &orders[a->hot.order];
+		o = &orders[a->order];
 		a->next = o->pool;
 		o->pool = a;
 	}
@@ -336,8 +350,7 @@ static struct arena *arena_of(const void *p)
 
 	if (unlikely(a >> VA_BITS))
 		return NULL;
-	/* hot is the first member: the entry is the arena. */
-	return (struct arena *)__atomic_load_n(&arena_map[a >> ARENA_SHIFT], __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&arena_map[a >> ARENA_SHIFT], __ATOMIC_ACQUIRE);
 }
 
 /*
@@ -464,8 +477,8 @@ static struct slab *slot_of_arena(struct arena *a)
 		unsigned int idx = a->nfresh++;
 
 		s = &a->slabs[idx];
-		s->base = (char *)(a->hot.base + ((uintptr_t)idx << a->hot.shift));
-		s->order = a->hot.order;
+		s->base = (char *)(a->base + ((uintptr_t)idx << a->shift));
+		s->order = a->order;
 	}
 	a->nused++;
 	s->list.next = s->list.prev = NULL;
@@ -603,16 +616,17 @@ size_t os_dirty_bytes(void)
 
 struct slab *os_slab_lookup(const void *p)
 {
-	struct arena *a = arena_of(p);
+	uintptr_t a = (uintptr_t)p, e;
 	struct slab *s;
-	size_t idx;
 
-	if (!a)
+	if (unlikely(a >> VA_BITS))
 		return NULL;
-	idx = ((uintptr_t)p - a->hot.base) >> a->hot.shift;
-	if (unlikely(idx >= a->nslots))
+	e = __atomic_load_n(&slab_map[a >> ARENA_SHIFT], __ATOMIC_ACQUIRE);
+	if (!e)
 		return NULL;
-	s = &a->slabs[idx];
+	/* Arenas cover whole granules: the index stays inside the arena's slots. */
+	s = (struct slab *)(e & ~(uintptr_t)(CACHELINE - 1)) +
+	    ((a & (ARENA_GRANULE - 1)) >> (e & (CACHELINE - 1)));
 	if (!__atomic_load_n(&s->cache, __ATOMIC_ACQUIRE))
 		return NULL;
 	return s;

@@ -58,6 +58,7 @@ void slab_setup(struct uslab_cache *c, struct slab *s)
 			c->ctor(s->base + (size_t)i * c->size);
 	}
 	asan_poison(s->base, PAGE_SIZE << c->order);
+	s->pcs_id = c->id > 0 ? (uint16_t)c->id : 0;
 	__atomic_store_n(&s->cache, c, __ATOMIC_RELEASE);
 }
 

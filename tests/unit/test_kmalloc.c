@@ -29,6 +29,14 @@ static void test_lookup(void)
 		prev = i;
 	}
 	CHECK(prev == USLAB_KMALLOC_CLASSES - 1, "last class %u", prev);
+	/* The inline path's table gives every size its class's cache id. */
+	CHECK(uslab_kmalloc_cache(1), "classes");
+	for (size_t n = 1; n <= USLAB_KMALLOC_MAX_CACHE_SIZE; n++)
+		CHECK(uslab_priv_kmalloc_ids[uslab_priv_kmalloc_index(n)] ==
+			      uslab_kmalloc_cache(n)->id,
+		      "size %zu: id %u, class %s", n,
+		      uslab_priv_kmalloc_ids[uslab_priv_kmalloc_index(n)],
+		      uslab_kmalloc_cache(n)->name);
 }
 
 static void test_class_caches(void)
@@ -48,7 +56,8 @@ static void test_class_caches(void)
 		      c->order, slab - c->objects * cs, slab);
 		CHECK(c->order <= KMALLOC_MAX_ORDER, "%s: order %u", c->name, c->order);
 		/* Empty slabs kept: at most 64 KiB of them, at least one. */
-		CHECK(c->min_partial >= 1 && (c->min_partial == 1 || c->min_partial * slab <= 65536),
+		CHECK(c->min_partial >= 1 &&
+			      (c->min_partial == 1 || c->min_partial * slab <= 65536),
 		      "%s: min_partial %u of %zu-byte slabs", c->name, c->min_partial, slab);
 	}
 }
