@@ -128,6 +128,25 @@ static inline void report_cycles(const char *bench, const char *variant, const c
 	printf("CSV,%s,%s,%s,ns,%.4f\n", bench, variant, param, ns);
 }
 
+/*
+ * A field of /proc/self/status in MB: "VmHWM:" (peak resident memory of the
+ * process so far) or "VmRSS:" (now); 0 if it cannot be read.
+ */
+static inline double proc_status_mb(const char *field)
+{
+	char line[256];
+	long kb = 0;
+	size_t len = strlen(field);
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, field, len))
+			kb = strtol(line + len, NULL, 10);
+	if (f)
+		fclose(f);
+	return (double)kb / 1024.0;
+}
+
 static inline void report_value(const char *bench, const char *variant, const char *param,
 				const char *metric, double value)
 {

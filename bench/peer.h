@@ -20,6 +20,20 @@
  * than the one that called peer_init calls peer_thread_init() first;
  * peer_alloc / peer_free and peer_alloc_bulk / peer_free_bulk are what the
  * loops call (the malloc peers have no bulk interface: a loop stands in).
+ *
+ * Objects of any size (every peer but dpdk, PEER_HAS_KMALLOC): peer_kinit()
+ * once, then peer_kmalloc(size) / peer_kfree(p, size) from any thread, @size
+ * being what the object was allocated with (only a hint; no peer uses it):
+ *
+ *   uslab      uslab_kmalloc / uslab_kfree (inline, <uslab/kmalloc.h>)
+ *   uslab-call the same through the exported functions (USLAB_NO_INLINE)
+ *   glibc      __libc_malloc / __libc_free
+ *   mimalloc   mi_malloc / mi_free
+ *   jemalloc   malloc / free
+ *   tcmalloc   tc_malloc / tc_free
+ *
+ * peer_kreport(): with BENCH_STATS=1, uslab prints the slow-path events of
+ * its kmalloc classes, summed, to stderr (the others print nothing).
  */
 #ifndef USLAB_BENCH_PEER_H
 #define USLAB_BENCH_PEER_H
@@ -75,6 +89,43 @@ static inline void peer_report(void)
 		fprintf(stderr, "%s=%llu ", uslab_stat_name(i), (unsigned long long)st.events[i]);
 	fprintf(stderr, "slabs=%lu active=%lu\n", st.num_slabs, st.active_objs);
 }
+#define PEER_HAS_KMALLOC
+static inline void peer_kinit(void)
+{
+}
+static inline void *peer_kmalloc(size_t size)
+{
+	return uslab_kmalloc(size);
+}
+static inline void peer_kfree(void *p, size_t size)
+{
+	(void)size;
+	uslab_kfree(p);
+}
+/* BENCH_STATS=1: the slow-path events of every kmalloc class, summed, to stderr. */
+static inline void peer_kreport(void)
+{
+	unsigned long long ev[USLAB_STAT_NR_ITEMS] = { 0 };
+	struct uslab_cache *prev = NULL;
+	unsigned long slabs = 0;
+
+	if (!getenv("BENCH_STATS"))
+		return;
+	for (size_t size = 8; size <= USLAB_KMALLOC_MAX_CACHE_SIZE; size += 8) {
+		struct uslab_cache *c = uslab_kmalloc_cache(size);
+		struct uslab_cache_stats st;
+
+		if (!c || c == prev || uslab_cache_stats(c, &st))
+			continue;
+		prev = c;
+		for (unsigned int i = 0; i < USLAB_STAT_NR_ITEMS; i++)
+			ev[i] += st.events[i];
+		slabs += st.num_slabs;
+	}
+	for (unsigned int i = 0; i < USLAB_STAT_NR_ITEMS; i++)
+		fprintf(stderr, "%s=%llu ", uslab_stat_name(i), ev[i]);
+	fprintf(stderr, "slabs=%lu\n", slabs);
+}
 
 #elif defined(PEER_GLIBC)
 #define PEER_NO_REPORT
@@ -94,6 +145,19 @@ static inline void peer_free(void *p, size_t size)
 	(void)size;
 	__libc_free(p);
 }
+#define PEER_HAS_KMALLOC
+static inline void peer_kinit(void)
+{
+}
+static inline void *peer_kmalloc(size_t size)
+{
+	return __libc_malloc(size);
+}
+static inline void peer_kfree(void *p, size_t size)
+{
+	(void)size;
+	__libc_free(p);
+}
 
 #elif defined(PEER_MIMALLOC)
 #define PEER_NO_REPORT
@@ -108,6 +172,19 @@ static inline void *peer_alloc(size_t size)
 	return mi_malloc(size);
 }
 static inline void peer_free(void *p, size_t size)
+{
+	(void)size;
+	mi_free(p);
+}
+#define PEER_HAS_KMALLOC
+static inline void peer_kinit(void)
+{
+}
+static inline void *peer_kmalloc(size_t size)
+{
+	return mi_malloc(size);
+}
+static inline void peer_kfree(void *p, size_t size)
 {
 	(void)size;
 	mi_free(p);
@@ -136,6 +213,20 @@ static inline void peer_free(void *p, size_t size)
 	(void)size;
 	free(p);
 }
+#define PEER_HAS_KMALLOC
+static inline void peer_kinit(void)
+{
+	peer_init(0); /* only checks that malloc is jemalloc's */
+}
+static inline void *peer_kmalloc(size_t size)
+{
+	return malloc(size);
+}
+static inline void peer_kfree(void *p, size_t size)
+{
+	(void)size;
+	free(p);
+}
 
 #elif defined(PEER_TCMALLOC)
 #define PEER_NO_REPORT
@@ -151,6 +242,19 @@ static inline void *peer_alloc(size_t size)
 	return tc_malloc(size);
 }
 static inline void peer_free(void *p, size_t size)
+{
+	(void)size;
+	tc_free(p);
+}
+#define PEER_HAS_KMALLOC
+static inline void peer_kinit(void)
+{
+}
+static inline void *peer_kmalloc(size_t size)
+{
+	return tc_malloc(size);
+}
+static inline void peer_kfree(void *p, size_t size)
 {
 	(void)size;
 	tc_free(p);
@@ -238,6 +342,12 @@ static inline void peer_free_bulk(size_t size, size_t n, void **p)
 
 #ifdef PEER_NO_REPORT
 static inline void peer_report(void)
+{
+}
+#endif
+
+#if defined(PEER_HAS_KMALLOC) && !defined(PEER_USLAB) && !defined(PEER_USLAB_CALL)
+static inline void peer_kreport(void)
 {
 }
 #endif
