@@ -38,7 +38,7 @@ static const struct option_row {
 	  "empty sheaves a barn keeps" },
 	{ "USLAB_LOOKAHEAD", &usl_opt.lookahead, 3, 0, 1024,
 	  "detached freelist look-ahead when flushing (seed: 3)" },
-	{ "USLAB_PURGE_DELAY_MS", &usl_opt.purge_delay_ms, 10, 0, 3600000,
+	{ "USLAB_PURGE_DELAY_MS", &usl_opt.purge_delay_ms, 250, 0, 3600000,
 	  "milliseconds a freed slab's pages stay resident for reuse" },
 	{ "USLAB_RETAIN_KB", &usl_opt.retain_kb, 65536, 0, 1u << 30,
 	  "KiB of freed slab pages kept resident at most" },

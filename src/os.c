@@ -12,7 +12,7 @@
  *     still resident (dirty): its contents are undefined, and s->zeroed is
  *     0 (1 when the memory is known to read as zeros).
  *   - os_slab_free(s) takes the slab back. Its pages stay resident for
- *     USLAB_PURGE_DELAY_MS (default 10 ms), up to USLAB_RETAIN_KB in all,
+ *     USLAB_PURGE_DELAY_MS (default 250 ms), up to USLAB_RETAIN_KB in all,
  *     so a slab freed and needed again soon costs no system call and no
  *     page fault; then they are returned with MADV_DONTNEED. Purging is
  *     done by later os calls (no background thread), a bounded batch each:

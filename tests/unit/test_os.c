@@ -119,16 +119,20 @@ static void test_arena_release(void)
 /* Retained pages go back after USLAB_PURGE_DELAY_MS, on a later os call. */
 static void test_purge_delay(void)
 {
-	struct slab *s = os_slab_alloc(4), *t;
+	unsigned int delay = usl_opt.purge_delay_ms;
+	struct slab *s, *t;
 	struct timespec ts = { 0, 30 * 1000 * 1000 };
 
+	usl_opt.purge_delay_ms = 10;
+	s = os_slab_alloc(4);
 	os_slab_free(s);
 	CHECK(os_dirty_bytes() == PAGE_SIZE << 4, "retained");
-	nanosleep(&ts, NULL); /* the delay is 10 ms */
+	nanosleep(&ts, NULL); /* three times the delay */
 	t = os_slab_alloc(5); /* any os call purges what is old */
 	os_slab_free(t);
 	CHECK(os_dirty_bytes() == PAGE_SIZE << 5, "the old one purged, the new one retained");
 	os_purge();
+	usl_opt.purge_delay_ms = delay;
 }
 
 static void sleep_ms(long ms)
