@@ -6,7 +6,7 @@
 #          python3 and sqlite3 (tests/preload runs them on libuslab-malloc.so)
 #   bench: the above, plus the peer allocators and gnuplot, and the real
 #          programs bench/run-malloc runs under each malloc (redis, python3,
-#          sqlite3, xz, GNU time)
+#          sqlite3, gcc, GNU time)
 set -eu
 what=${1:-test}
 
@@ -14,7 +14,7 @@ pkgs="gcc g++ make cmake pkg-config clang-format liburcu-dev python3 sqlite3"
 if [ "$what" = bench ]; then
 	pkgs="$pkgs libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev"
 	pkgs="$pkgs libdpdk-dev gnuplot-nox valgrind"
-	pkgs="$pkgs redis-server redis-tools python3 sqlite3 xz-utils time"
+	pkgs="$pkgs redis-server redis-tools python3 sqlite3 time"
 fi
 
 missing=""
