@@ -206,7 +206,7 @@ USLAB_API size_t uslab_cache_alloc_bulk(struct uslab_cache *c, size_t n, void **
  * @c: the cache of every object; or NULL: each object's cache is found
  *     from its address, so one array may mix caches (this is kfree_bulk()).
  * @n: entries in @p.
- * @p: the objects; NULL entries are skipped. Every entry is NULL on return,
+ * @p: the objects; NULL entries (and USLAB_ZERO_SIZE_PTR) are skipped. Every entry is NULL on return,
  *     so no dangling pointer is left in the caller's array.
  *
  * What fits goes into the thread's sheaves; the rest goes straight to the

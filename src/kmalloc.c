@@ -147,7 +147,8 @@ static void *boot_alloc(size_t size, size_t align)
 	if (align < 16)
 		align = 16;
 	do {
-		start = ALIGN_UP(old + 16, align);
+		/* Aligned as an address (the heap itself is only page-aligned). */
+		start = ALIGN_UP((uintptr_t)boot_heap + old + 16, align) - (uintptr_t)boot_heap;
 		end = start + ALIGN_UP(size, 16);
 		if (size > BOOT_HEAP_SIZE || end > BOOT_HEAP_SIZE) {
 			errno = ENOMEM;
@@ -175,6 +176,9 @@ static void *large_alloc(size_t size, size_t align, bool zero)
 		errno = ENOMEM;
 		return NULL;
 	}
+	/* The first request of a program may be a large one: start uslab (large_cache). */
+	if (unlikely(usl_init()))
+		return NULL;
 	s = cache_large_alloc(size, align < PAGE_SIZE ? PAGE_SIZE : align, &zeroed);
 	if (!s)
 		return NULL;
@@ -264,6 +268,8 @@ void *uslab_kmalloc_aligned(size_t size, size_t align)
 	}
 	if (align <= 8 || !size)
 		return uslab_kmalloc(size);
+	if (unlikely(!__atomic_load_n(&classes_ready, __ATOMIC_ACQUIRE)) && starting_self())
+		return boot_alloc(size, align);
 	/*
 	 * Up to a page: the class of size rounded up to @align is a multiple
 	 * of @align (a power of two at most its class's step, or a divisor of

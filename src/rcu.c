@@ -606,7 +606,7 @@ static inline void free_rcu_fast(void *obj, struct rcu_head *head)
 
 void uslab_free_rcu(void *obj)
 {
-	if (unlikely(!obj))
+	if (unlikely(USLAB_ZERO_OR_NULL_PTR(obj)))
 		return;
 	free_rcu_fast(obj, NULL);
 }

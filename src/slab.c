@@ -171,13 +171,14 @@ size_t build_detached_freelist(struct uslab_cache *c, size_t n, void **p, size_t
 {
 	unsigned int missed = 0;
 	uintptr_t mask, base;
-	void *obj;
+	void *obj = NULL;
 
 	df->slab = NULL;
 	while (start < n) {
 		obj = p[start];
 		p[start++] = NULL;
-		if (obj) {
+		/* NULL and USLAB_ZERO_SIZE_PTR (a 0-byte kmalloc) free nothing. */
+		if (!USLAB_ZERO_OR_NULL_PTR(obj)) {
 			df->slab = slab_of_object(c, obj);
 			break;
 		}
@@ -195,7 +196,8 @@ size_t build_detached_freelist(struct uslab_cache *c, size_t n, void **p, size_t
 		lookahead = 1;
 	for (size_t i = start; i < n; i++) {
 		obj = p[i];
-		if (!obj) {
+		if (USLAB_ZERO_OR_NULL_PTR(obj)) {
+			p[i] = NULL;
 			if (!missed)
 				start++;
 			continue;

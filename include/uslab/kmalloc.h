@@ -276,7 +276,8 @@ static inline __attribute__((always_inline)) void *uslab_kmalloc_inline(size_t s
  * NULL, USLAB_ZERO_SIZE_PTR, foreign addresses, large objects and caches
  * without sheaves (id 0), free slabs and a full sheaf go to the library.
  */
-static inline __attribute__((always_inline)) void uslab_kfree_inline(const void *obj)
+static inline __attribute__((always_inline))
+USLAB_NO_ACCESS(1) void uslab_kfree_inline(const void *obj)
 {
 	unsigned long a = (unsigned long)obj, e;
 

@@ -42,7 +42,8 @@ struct rcu_flavor_struct; /* <urcu/flavor.h> */
 /**
  * uslab_free_rcu - free an object after a grace period (single-argument
  * kvfree_rcu()).
- * @obj: an object of any uslab cache, or NULL (nothing is done).
+ * @obj: an object of any uslab cache or from uslab_kmalloc(), or NULL or
+ *       USLAB_ZERO_SIZE_PTR (nothing is done).
  *
  * The pointer is appended to a per-thread page-sized block (no lock, no
  * atomic instruction); full blocks go to the monitor, which waits for one

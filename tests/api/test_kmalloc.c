@@ -97,6 +97,15 @@ static void test_zero_and_errors(void)
 	uslab_kfree(USLAB_ZERO_SIZE_PTR);
 	uslab_kfree(NULL);
 	CHECK(ZERO_OR_NULL_PTR(NULL) && ZERO_OR_NULL_PTR(ZERO_SIZE_PTR), "ZERO_OR_NULL_PTR");
+	{
+		/* kfree_bulk and free_rcu take what kmalloc(0) returned, like kfree. */
+		void *a[4] = { uslab_kmalloc(0), uslab_kmalloc(10), NULL, USLAB_ZERO_SIZE_PTR };
+
+		kfree_bulk(4, a);
+		CHECK(!a[0] && !a[1] && !a[2] && !a[3], "kfree_bulk with ZERO_SIZE_PTR");
+		uslab_free_rcu(USLAB_ZERO_SIZE_PTR);
+		uslab_rcu_barrier();
+	}
 
 	errno = 0;
 	CHECK(uslab_kmalloc(USLAB_KMALLOC_MAX_SIZE + 1) == NULL && errno == ENOMEM, "too big");
@@ -458,10 +467,57 @@ static void test_first_request_fails(void)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x: %s", st, buf);
 }
 
+/*
+ * The first uslab call of a process is a large request (then an aligned
+ * one): the library starts for it (large objects belong to its internal
+ * cache). In a child that has not started uslab.
+ */
+static void first_request_large_child(void *arg)
+{
+	char *p = uslab_kmalloc(100000), *q;
+
+	(void)arg;
+	if (!p || uslab_ksize(p) != 102400)
+		_exit(3);
+	memset(p, 1, 100000);
+	uslab_kfree(p);
+	if (uslab_owns(p))
+		_exit(4);
+	q = uslab_kmalloc(100);
+	p = uslab_kmalloc(200000);
+	if (!q || !p || uslab_ksize(p) != 200704)
+		_exit(5);
+	uslab_kfree(p);
+	uslab_kfree(q);
+	_exit(0);
+}
+
+static void first_request_aligned_child(void *arg)
+{
+	char *p = uslab_kmalloc_aligned(100, 65536);
+
+	(void)arg;
+	if (!p || (uintptr_t)p % 65536 || uslab_ksize(p) < 100)
+		_exit(3);
+	uslab_kfree(p);
+	_exit(uslab_owns(p) ? 4 : 0);
+}
+
+static void test_first_request_large(void)
+{
+	char buf[1024];
+	int st = run_child(first_request_large_child, NULL, buf, sizeof(buf));
+
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "large first: status %#x: %s", st, buf);
+	st = run_child(first_request_aligned_child, NULL, buf, sizeof(buf));
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "aligned first: status %#x: %s", st, buf);
+}
+
 int main(void)
 {
 	make_classes();
 	RUN(test_first_request_fails);
+	RUN(test_first_request_large);
 	RUN(test_every_size);
 	RUN(test_zero_and_errors);
 	RUN(test_zeroed);
