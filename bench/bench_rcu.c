@@ -108,34 +108,19 @@ static void *kfree_thread(void *arg)
 	return NULL;
 }
 
-static long status_kb(const char *field)
-{
-	char line[256];
-	long kb = 0;
-	size_t len = strlen(field);
-	FILE *f = fopen("/proc/self/status", "r");
-
-	while (f && fgets(line, sizeof(line), f))
-		if (!strncmp(line, field, len))
-			kb = strtol(line + len, NULL, 10);
-	if (f)
-		fclose(f);
-	return kb;
-}
-
 /* One run of one variant, in a fresh process: prints its results. */
 static void run_child(int run)
 {
 	pthread_t th[64];
 	struct uslab_rcu_stats st;
 	double t0, t1, mb;
-	long base_kb;
+	double base_mb;
 	unsigned long batches;
 	char param[64];
 
 	cache = uslab_cache_create("kfree_obj", sizeof(struct kfree_obj), NULL, 0);
 	pthread_barrier_init(&start, NULL, (unsigned)nthreads + 1);
-	base_kb = status_kb("VmRSS:");
+	base_mb = proc_status_mb("VmRSS:");
 	for (int i = 0; i < nthreads; i++)
 		pthread_create(&th[i], NULL, kfree_thread, NULL);
 	pthread_barrier_wait(&start);
@@ -147,7 +132,7 @@ static void run_child(int run)
 	else
 		urcu_memb_barrier();
 	t1 = wall_ns();
-	mb = (double)(status_kb("VmHWM:") - base_kb) / 1024.0;
+	mb = proc_status_mb("VmHWM:") - base_mb;
 	uslab_rcu_stats(&st);
 	batches = var == FREE_RCU || var == FREE_RCU_HEAD ?
 			  (unsigned long)st.batches :
