@@ -130,9 +130,15 @@ static bool classes_init(void)
 static char boot_heap[BOOT_HEAP_SIZE] __attribute__((aligned(PAGE_SIZE)));
 static size_t boot_used;
 
-static bool starting_self(void)
+/*
+ * Whether this thread is starting the library or creating the classes (a
+ * request then comes from the C library, called by the start-up): such a
+ * request is served from the boot heap. Only before the classes exist.
+ */
+static bool booting(void)
 {
-	return tls_creating || usl_starting_self();
+	return unlikely(!__atomic_load_n(&classes_ready, __ATOMIC_ACQUIRE)) &&
+	       (tls_creating || usl_starting_self());
 }
 
 static bool in_boot_heap(const void *p)
@@ -212,7 +218,7 @@ static struct slab *object_slab(const void *p, const char *what)
 void *uslab_priv_kmalloc_slow(size_t size)
 {
 	if (likely(size - 1 < USLAB_KMALLOC_MAX_CACHE_SIZE)) {
-		if (unlikely(!__atomic_load_n(&classes_ready, __ATOMIC_ACQUIRE)) && starting_self())
+		if (booting())
 			return boot_alloc(size, 8);
 		if (!classes_init())
 			return NULL;
@@ -220,7 +226,7 @@ void *uslab_priv_kmalloc_slow(size_t size)
 	}
 	if (!size)
 		return USLAB_ZERO_SIZE_PTR;
-	if (unlikely(starting_self()))
+	if (booting())
 		return boot_alloc(size, 8);
 	return large_alloc(size, PAGE_SIZE, false);
 }
@@ -237,8 +243,7 @@ void *uslab_kzalloc(size_t size)
 {
 	void *p;
 
-	if (size > USLAB_KMALLOC_MAX_CACHE_SIZE && size <= USLAB_KMALLOC_MAX_SIZE &&
-	    !starting_self())
+	if (size > USLAB_KMALLOC_MAX_CACHE_SIZE && size <= USLAB_KMALLOC_MAX_SIZE && !booting())
 		return large_alloc(size, PAGE_SIZE, true); /* fresh pages need no memset */
 	p = uslab_kmalloc(size);
 	if (p && p != USLAB_ZERO_SIZE_PTR)
@@ -268,7 +273,7 @@ void *uslab_kmalloc_aligned(size_t size, size_t align)
 	}
 	if (align <= 8 || !size)
 		return uslab_kmalloc(size);
-	if (unlikely(!__atomic_load_n(&classes_ready, __ATOMIC_ACQUIRE)) && starting_self())
+	if (booting())
 		return boot_alloc(size, align);
 	/*
 	 * Up to a page: the class of size rounded up to @align is a multiple
@@ -281,8 +286,6 @@ void *uslab_kmalloc_aligned(size_t size, size_t align)
 		USLAB_ASSERT(!p || ((uintptr_t)p & (align - 1)) == 0);
 		return p;
 	}
-	if (unlikely(starting_self()))
-		return boot_alloc(size, align);
 	return large_alloc(size, align, false);
 }
 
