@@ -29,6 +29,25 @@ static void test_lookup(void)
 		prev = i;
 	}
 	CHECK(prev == USLAB_KMALLOC_CLASSES - 1, "last class %u", prev);
+	/* The worst waste from 64 bytes up, in the classes and in large objects (doc/design.md). */
+	for (int large = 0; large < 2; large++) {
+		size_t from = large ? USLAB_KMALLOC_MAX_CACHE_SIZE + 1 : 64;
+		size_t to = large ? 4u << 20 : USLAB_KMALLOC_MAX_CACHE_SIZE, at = from;
+		double worst = 0;
+
+		for (size_t n = from; n <= to; n++) {
+			double w = (double)(uslab_kmalloc_class_size(n) - n) / (double)n;
+
+			if (w > worst) {
+				worst = w;
+				at = n;
+			}
+		}
+		CHECK(worst < 0.125, "waste %.4f at %zu", worst, at);
+		printf("  worst waste, %s: %.3f%% (%zu bytes in %zu)\n",
+		       large ? "large objects" : "classes from 64 B", 100 * worst, at,
+		       uslab_kmalloc_class_size(at));
+	}
 	/* The inline path's table gives every size its class's cache id. */
 	CHECK(uslab_kmalloc_cache(1), "classes");
 	for (size_t n = 1; n <= USLAB_KMALLOC_MAX_CACHE_SIZE; n++)
@@ -39,6 +58,7 @@ static void test_lookup(void)
 		      uslab_kmalloc_cache(n)->name);
 }
 
+/* Checks every class, and prints its slab order, objects and tail waste (doc/design.md). */
 static void test_class_caches(void)
 {
 	for (size_t n = 1; n <= USLAB_KMALLOC_MAX_CACHE_SIZE; n = uslab_kmalloc_class_size(n) + 1) {
@@ -55,6 +75,9 @@ static void test_class_caches(void)
 		CHECK(slab - c->objects * cs <= slab / 8, "%s: order %u wastes %zu of %zu", c->name,
 		      c->order, slab - c->objects * cs, slab);
 		CHECK(c->order <= KMALLOC_MAX_ORDER, "%s: order %u", c->name, c->order);
+		printf("  %-14s order %u, %3u objects, tail %4.1f%%, min_partial %u\n", c->name,
+		       c->order, c->objects,
+		       100.0 * (double)(slab - c->objects * cs) / (double)slab, c->min_partial);
 		/* Empty slabs kept: at most 64 KiB of them, at least one. */
 		CHECK(c->min_partial >= 1 &&
 			      (c->min_partial == 1 || c->min_partial * slab <= 65536),
