@@ -23,6 +23,7 @@
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -126,6 +127,14 @@ static inline void report_cycles(const char *bench, const char *variant, const c
 	printf("%-10s %-12s %-10s: %.0f cycles(tsc) %.3f ns\n", bench, variant, param, cycles, ns);
 	printf("CSV,%s,%s,%s,cycles,%.3f\n", bench, variant, param, cycles);
 	printf("CSV,%s,%s,%s,ns,%.4f\n", bench, variant, param, ns);
+}
+
+/* BENCH_QUICK=1 in the environment: small default sizes, for a smoke run (bench/run). */
+static inline bool bench_quick(void)
+{
+	const char *q = getenv("BENCH_QUICK");
+
+	return q && !strcmp(q, "1");
 }
 
 /*

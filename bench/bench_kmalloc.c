@@ -112,7 +112,7 @@ int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "pair";
 	int nthreads = argc > 2 ? atoi(argv[2]) : 1;
-	bool quick = getenv("BENCH_QUICK") && !strcmp(getenv("BENCH_QUICK"), "1");
+	bool quick = bench_quick();
 	size_t lo, hi;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	struct worker *w;

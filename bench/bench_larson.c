@@ -96,7 +96,7 @@ static void *generation(void *arg)
 
 int main(int argc, char **argv)
 {
-	bool quick = getenv("BENCH_QUICK") && !strcmp(getenv("BENCH_QUICK"), "1");
+	bool quick = bench_quick();
 	int nthreads = argc > 1 ? atoi(argv[1]) : 2;
 	size_t lo, hi;
 	int reps;

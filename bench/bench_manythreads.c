@@ -85,7 +85,7 @@ static void *worker(void *arg)
 
 int main(int argc, char **argv)
 {
-	bool quick = getenv("BENCH_QUICK") && !strcmp(getenv("BENCH_QUICK"), "1");
+	bool quick = bench_quick();
 	int nthreads = argc > 1 ? atoi(argv[1]) : 16;
 	unsigned long ops = argc > 2 ? strtoul(argv[2], NULL, 0) : quick ? 2000000 : 20000000;
 	int reps = argc > 3 ? atoi(argv[3]) : 3;

@@ -113,7 +113,7 @@ static void *worker(void *arg)
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "1to1";
-	bool quick = getenv("BENCH_QUICK") && !strcmp(getenv("BENCH_QUICK"), "1");
+	bool quick = bench_quick();
 	unsigned long count = argc > 2 ? strtoul(argv[2], NULL, 0) : quick ? 1000000 : 4000000;
 	int reps = argc > 3 ? atoi(argv[3]) : 5;
 	size_t lo = argc > 4 ? strtoul(argv[4], NULL, 0) : 8;
