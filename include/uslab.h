@@ -75,6 +75,10 @@ struct uslab_cache;
  *          allocation takes the node lock; for rarely used caches).
  * @min_partial: empty slabs the cache keeps before it returns slabs to
  *          the OS; 0 chooses like SLUB (5..10 from the object size).
+ * @layout: how a slab keeps track of its free objects, one of enum
+ *          uslab_layout; 0 (USLAB_LAYOUT_AUTO) chooses by the rules in
+ *          doc/design.md ("Slab layouts"), or takes the USLAB_LAYOUT
+ *          environment variable when it is set.
  *
  * Zero-initialise the structure and set the fields you need: fields added
  * in later versions keep 0 as "default".
@@ -84,7 +88,49 @@ struct uslab_cache_args {
 	void (*ctor)(void *obj);
 	unsigned int sheaf_capacity;
 	unsigned int min_partial;
+	unsigned int layout;
 };
+
+/**
+ * enum uslab_layout - where a slab keeps its free objects (SLUB's free
+ * pointer, or one of SLAB's index-array management types).
+ * @USLAB_LAYOUT_AUTO:        choose (USLAB_LAYOUT, else the rules of doc/design.md).
+ * @USLAB_LAYOUT_FREEPTR:     a pointer stored in each free object links them
+ *                            (after the object in caches with a constructor or
+ *                            USLAB_TYPESAFE_BY_RCU, which costs 8 bytes each).
+ * @USLAB_LAYOUT_OBJFREELIST: an array of object indices (1 or 2 bytes each),
+ *                            kept inside one free object of the slab; needs no
+ *                            constructor, no USLAB_TYPESAFE_BY_RCU and an object
+ *                            at least as large as the array.
+ * @USLAB_LAYOUT_ONSLAB:      the index array in the slab's leftover bytes, or in
+ *                            room reserved at the slab's end.
+ * @USLAB_LAYOUT_OFFSLAB:     the index array allocated apart from the slab (at
+ *                            most 4 KiB of indices).
+ *
+ * With the three index layouts the allocator reads and writes no byte of an
+ * object to free it or hand it out (OBJFREELIST: except the one object that
+ * holds the array while it is free). A layout that cannot serve a cache
+ * (a constructor with OBJFREELIST, more than 65536 objects in a slab, an
+ * array too large) makes uslab_cache_create() fail with EINVAL.
+ */
+enum uslab_layout {
+	USLAB_LAYOUT_AUTO = 0,
+	USLAB_LAYOUT_FREEPTR,
+	USLAB_LAYOUT_OBJFREELIST,
+	USLAB_LAYOUT_ONSLAB,
+	USLAB_LAYOUT_OFFSLAB,
+	USLAB_LAYOUT_NR
+};
+
+/**
+ * uslab_layout_name - the name of a layout, as USLAB_LAYOUT accepts it:
+ * "auto", "freeptr", "objfreelist", "onslab", "offslab".
+ * @layout: an enum uslab_layout value.
+ *
+ * Context: any thread.
+ * Return: the name (static storage), or NULL for a value out of range.
+ */
+USLAB_API const char *uslab_layout_name(unsigned int layout);
 
 /**
  * uslab_cache_create - create a cache of objects of one size.
@@ -98,7 +144,8 @@ struct uslab_cache_args {
  * Return: the new cache; or NULL with errno set:
  *   EINVAL - @name NULL or too long, @size 0 or above USLAB_MAX_OBJECT_SIZE,
  *            @args->align not a power of two or above USLAB_MAX_ALIGN,
- *            unknown bits in @flags;
+ *            unknown bits in @flags, @args->layout unknown or unable to
+ *            serve this size, alignment and flags;
  *   ENOSPC - USLAB_MAX_CACHES caches already exist;
  *   ENOMEM - no memory for the cache descriptor.
  */

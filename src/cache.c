@@ -152,12 +152,153 @@ static uintptr_t random_secret(void)
 	return v | 1;
 }
 
+/* ------------------------------------------------------ slab layouts */
+
+/*
+ * OFFSLAB index arrays come from these caches (sizes 16 << i; OFFSLAB
+ * arrays of more than the last are refused).
+ */
+#define OFFSLAB_CACHES 9
+static struct uslab_cache offslab_caches[OFFSLAB_CACHES];
+
+/* The largest object count an index (2 bytes) can name. */
+#define IDX_MAX_OBJECTS 65536u
+
+/* What a layout makes of a cache: the fields cache_setup() copies. */
+struct geometry {
+	unsigned int layout, size, order, objects, idx_size, meta_off, meta_bytes, leftover;
+	bool reserved; /* ONSLAB: the array took room from objects */
+	struct uslab_cache *offslab;
+};
+
+static unsigned int idx_size_for(unsigned int objects)
+{
+	return objects <= 256 ? 1 : 2;
+}
+
+/*
+ * geometry - lay out a cache of @osize-byte objects (@sz: rounded up to a
+ * word, @align) with @layout; @bound: a constructor or TYPESAFE_BY_RCU
+ * (no byte of a free object may be written). Return: 0, or -EINVAL when
+ * @layout cannot serve the cache.
+ */
+static int geometry(unsigned int layout, unsigned int osize, size_t sz, size_t align, bool bound,
+		    unsigned int max_order, struct geometry *g)
+{
+	size_t slab;
+	unsigned int arr;
+	int order;
+
+	memset(g, 0, sizeof(*g));
+	g->layout = layout;
+	if (layout == USLAB_LAYOUT_FREEPTR && bound)
+		sz += sizeof(void *); /* the free pointer after the object */
+	g->size = (unsigned int)ALIGN_UP(sz, align);
+	order = calculate_order(g->size, max_order);
+	if (order < 0)
+		return -EINVAL;
+	g->order = (unsigned int)order;
+	slab = PAGE_SIZE << order;
+	g->objects = (unsigned int)(slab / g->size);
+	g->leftover = (unsigned int)(slab - (size_t)g->objects * g->size);
+	g->meta_bytes = sizeof(struct slab);
+	if (layout == USLAB_LAYOUT_FREEPTR) {
+		if (bound)
+			g->meta_bytes += g->objects * (unsigned int)sizeof(void *);
+		return 0;
+	}
+	if (g->objects > IDX_MAX_OBJECTS)
+		return -EINVAL;
+	g->idx_size = idx_size_for(g->objects);
+	arr = g->objects * g->idx_size;
+	switch (layout) {
+	case USLAB_LAYOUT_OBJFREELIST:
+		/* Seed rule 1: no constructor, and the array fits in one object. */
+		if (bound || arr > osize)
+			return -EINVAL;
+		return 0;
+	case USLAB_LAYOUT_ONSLAB:
+		if (ALIGN_UP(arr, 2) > g->leftover) {
+			/* Reserve room at the slab's end: fewer objects. */
+			g->reserved = true;
+			g->objects = (unsigned int)(slab / (g->size + g->idx_size));
+			g->idx_size = idx_size_for(g->objects);
+			while (g->objects && (size_t)g->objects * g->size +
+							     ALIGN_UP(g->objects * g->idx_size, 2) >
+						     slab)
+				g->objects--;
+			if (!g->objects)
+				return -EINVAL;
+			arr = g->objects * g->idx_size;
+		}
+		g->meta_off = (unsigned int)(slab - ALIGN_UP(arr, 2));
+		g->leftover = g->meta_off - g->objects * g->size;
+		g->meta_bytes += arr;
+		return 0;
+	case USLAB_LAYOUT_OFFSLAB:
+		for (unsigned int i = 0; i < OFFSLAB_CACHES; i++) {
+			if (arr <= 16u << i) {
+				g->offslab = &offslab_caches[i];
+				g->meta_bytes += 16u << i;
+				return 0;
+			}
+		}
+		return -EINVAL;
+	}
+	return -EINVAL;
+}
+
+/* Slab memory per object of a layout (for AUTO's last rule). */
+static double bytes_per_object(const struct geometry *g)
+{
+	return (double)((PAGE_SIZE << g->order) + g->meta_bytes) / g->objects;
+}
+
+/*
+ * choose_layout - AUTO, by SLAB's rules with SLUB's free pointer as a
+ * fourth type (doc/design.md, "Slab layouts"):
+ *   1. OBJFREELIST when it can serve (no constructor, not TYPESAFE_BY_RCU,
+ *      the index array fits in one object): no memory for metadata;
+ *   2. ONSLAB when the array fits in the slab's leftover bytes;
+ *   3. FREEPTR when a free object can hold its own free pointer (no
+ *      constructor, not TYPESAFE_BY_RCU): an index array would cost
+ *      memory, the free pointer costs none (small objects);
+ *   4. else the least slab memory per object of ONSLAB with room
+ *      reserved, OFFSLAB and FREEPTR (8 bytes after every object).
+ */
+static void choose_layout(unsigned int osize, size_t sz, size_t align, bool bound,
+			  unsigned int max_order, struct geometry *g)
+{
+	static const unsigned int last[] = { USLAB_LAYOUT_ONSLAB, USLAB_LAYOUT_OFFSLAB,
+					     USLAB_LAYOUT_FREEPTR };
+	struct geometry t;
+
+	if (!geometry(USLAB_LAYOUT_OBJFREELIST, osize, sz, align, bound, max_order, g))
+		return;
+	if (!geometry(USLAB_LAYOUT_ONSLAB, osize, sz, align, bound, max_order, g) && !g->reserved)
+		return;
+	geometry(USLAB_LAYOUT_FREEPTR, osize, sz, align, bound, max_order, g);
+	if (!bound)
+		return;
+	for (unsigned int i = 0; i < ARRAY_SIZE(last); i++) {
+		if (!geometry(last[i], osize, sz, align, bound, max_order, &t) &&
+		    bytes_per_object(&t) < bytes_per_object(g))
+			*g = t;
+	}
+}
+
 static int cache_setup(struct uslab_cache *c, const char *name, size_t size, size_t align,
-		       void (*ctor)(void *), unsigned int flags, unsigned int min_partial)
+		       void (*ctor)(void *), unsigned int flags, unsigned int min_partial,
+		       unsigned int layout)
 {
 	size_t sz = ALIGN_UP(size, sizeof(void *));
 	size_t a = align > sizeof(void *) ? align : sizeof(void *);
-	int order;
+	bool bound = ctor || (flags & USLAB_TYPESAFE_BY_RCU);
+	/* kmalloc's large classes need larger slabs to waste little (doc/design.md). */
+	unsigned int max_order = (flags & CACHE_KMALLOC) && usl_opt.max_order < KMALLOC_MAX_ORDER ?
+					 KMALLOC_MAX_ORDER :
+					 usl_opt.max_order;
+	struct geometry g;
 
 	if (flags & USLAB_HWCACHE_ALIGN) {
 		size_t ralign = CACHELINE;
@@ -167,28 +308,44 @@ static int cache_setup(struct uslab_cache *c, const char *name, size_t size, siz
 		if (ralign > a)
 			a = ralign;
 	}
+	/* USLAB_LAYOUT stands for AUTO where it can serve (not in uslab's own caches). */
+	if (layout == USLAB_LAYOUT_AUTO && usl_opt.layout && !(flags & CACHE_INTERNAL) &&
+	    !geometry(usl_opt.layout, (unsigned int)size, sz, a, bound, max_order, &g))
+		layout = usl_opt.layout;
+	if (layout == USLAB_LAYOUT_AUTO)
+		choose_layout((unsigned int)size, sz, a, bound, max_order, &g);
+	else if (layout >= USLAB_LAYOUT_NR ||
+		 geometry(layout, (unsigned int)size, sz, a, bound, max_order, &g))
+		return -EINVAL;
+
 	snprintf(c->name, sizeof(c->name), "%s", name);
 	c->flags = flags;
 	c->ctor = ctor;
 	c->object_size = (unsigned int)size;
-	if (ctor || (flags & USLAB_TYPESAFE_BY_RCU)) {
-		/* Never write into a constructed or RCU-read object: free pointer after it. */
-		c->fp_offset = (unsigned int)sz;
-		sz += sizeof(void *);
-	} else {
-		c->fp_offset = (unsigned int)ALIGN_DOWN(size / 2, sizeof(void *));
-	}
-	c->size = (unsigned int)ALIGN_UP(sz, a);
+	/* FREEPTR: in the middle of the object, or after it (never written). */
+	c->fp_offset =
+		bound ? (unsigned int)sz : (unsigned int)ALIGN_DOWN(size / 2, sizeof(void *));
+	c->size = g.size;
 	c->align = (unsigned int)a;
-	/* kmalloc's large classes need larger slabs to waste little (doc/design.md). */
-	order = calculate_order(c->size,
-				(flags & CACHE_KMALLOC) && usl_opt.max_order < KMALLOC_MAX_ORDER ?
-					KMALLOC_MAX_ORDER :
-					usl_opt.max_order);
-	if (order < 0)
-		return -EINVAL;
-	c->order = (unsigned int)order;
-	c->objects = (unsigned int)((PAGE_SIZE << order) / c->size);
+	c->order = g.order;
+	c->objects = g.objects;
+	c->layout = (unsigned char)g.layout;
+	c->idx_size = (unsigned char)g.idx_size;
+	c->meta_off = g.meta_off;
+	c->meta_bytes = g.meta_bytes;
+	c->offslab = g.offslab;
+	/*
+	 * Colours: offsets of the first object, in steps of a cache line or of
+	 * the objects' natural alignment (kmalloc's aligned requests rely on
+	 * it), within the leftover bytes.
+	 */
+	c->colour_off = CACHELINE > (g.size & -g.size) ? CACHELINE : (g.size & -g.size);
+	c->colours = 1;
+	if (usl_opt.colour && g.objects > 1) {
+		unsigned int n = g.leftover / c->colour_off + 1;
+
+		c->colours = (unsigned char)(n < SLAB_MAX_COLOURS ? n : SLAB_MAX_COLOURS);
+	}
 	c->recip = UINT64_MAX / c->size + 1;
 	c->secret = random_secret();
 	c->min_partial = min_partial;
@@ -235,7 +392,7 @@ static void id_free(int id)
 int cache_init_internal(struct uslab_cache *c, const char *name, size_t size)
 {
 	memset(c, 0, sizeof(*c));
-	if (cache_setup(c, name, size, 0, NULL, CACHE_INTERNAL, 0))
+	if (cache_setup(c, name, size, 0, NULL, CACHE_INTERNAL, 0, USLAB_LAYOUT_AUTO))
 		return EINVAL;
 	ulock_lock(&caches_lock);
 	cache_list_add(c);
@@ -247,6 +404,14 @@ int cache_bootstrap(void)
 {
 	int err = cache_init_internal(&cache_cache, "uslab_cache", sizeof(struct uslab_cache));
 
+	for (unsigned int i = 0; !err && i < OFFSLAB_CACHES; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "uslab_offslab-%u", 16u << i);
+		err = cache_init_internal(&offslab_caches[i], name, 16u << i);
+		/* Never OFFSLAB themselves (AUTO gives uslab's caches no other use of them). */
+		USLAB_ASSERT(offslab_caches[i].layout != USLAB_LAYOUT_OFFSLAB);
+	}
 	if (!err)
 		err = cache_init_internal(&large_cache, "kmalloc-large", PAGE_SIZE);
 	if (!err) {
@@ -254,6 +419,8 @@ int cache_bootstrap(void)
 		large_cache.flags |= CACHE_LARGE;
 		large_cache.order = 0;
 		large_cache.objects = 1;
+		large_cache.layout = USLAB_LAYOUT_FREEPTR;
+		large_cache.colours = 1;
 	}
 	return err;
 }
@@ -337,10 +504,13 @@ unsigned long cache_release_slabs_now(struct slab *s)
 
 	while (s) {
 		struct slab *next = s->next;
+		struct uslab_cache *c = s->cache;
 
-		USLAB_ASSERT(s->state == SLAB_FREE && s->cache);
-		if (s->cache->flags & USLAB_TYPESAFE_BY_RCU)
-			__atomic_sub_fetch(&s->cache->nr_deferred, 1, __ATOMIC_RELEASE);
+		USLAB_ASSERT(s->state == SLAB_FREE && c);
+		if (c->offslab)
+			cache_free_direct(c->offslab, s->freelist);
+		if (c->flags & USLAB_TYPESAFE_BY_RCU)
+			__atomic_sub_fetch(&c->nr_deferred, 1, __ATOMIC_RELEASE);
 		__atomic_store_n(&s->cache, NULL, __ATOMIC_RELEASE);
 		os_slab_free(s);
 		s = next;
@@ -388,13 +558,17 @@ static void slab_put_group(struct uslab_cache *c, struct detached_freelist *df,
 	if (unlikely(df->cnt > inuse))
 		usl_bug(c, df->head, "double free: %u objects freed to slab %p with %u in use",
 			df->cnt, (void *)s->base, inuse);
-	if (unlikely(s->freelist && df->tail == s->freelist))
-		usl_bug(c, df->tail, "double free");
 	/* Objects are handed out only after their slab is on the node. */
 	USLAB_ASSERT(s->state == SLAB_PARTIAL || s->state == SLAB_FULL);
-	fp_set(c, df->tail, s->freelist);
-	s->freelist = df->head;
-	s->nfree += df->cnt;
+	if (c->layout == USLAB_LAYOUT_FREEPTR) {
+		if (unlikely(s->freelist && df->tail == s->freelist))
+			usl_bug(c, df->tail, "double free");
+		fp_set(c, df->tail, s->freelist);
+		s->freelist = df->head;
+		s->nfree += df->cnt;
+	} else {
+		slab_push_indices(c, s, df);
+	}
 	n->nr_free += df->cnt;
 	slab_assert_counts(s);
 	node_stat(n, USLAB_STAT_FREE_GROUP);
@@ -500,7 +674,11 @@ unsigned int cache_refill(struct uslab_cache *c, void **dst, unsigned int want)
 			USLAB_ASSERT(s->state == SLAB_PARTIAL && s->cache == c);
 			slab_assert_counts(s);
 
-			if (s->nfree <= room) {
+			if (c->layout != USLAB_LAYOUT_FREEPTR) {
+				/* An index stack: no object to read, take them here. */
+				took = s->nfree < room ? s->nfree : room;
+				slab_pop_indices(c, s, dst + got, took);
+			} else if (s->nfree <= room) {
 				if (s->nfree) {
 					lists[nl].s = s;
 					lists[nl].head = s->freelist;
@@ -549,11 +727,18 @@ unsigned int cache_refill(struct uslab_cache *c, void **dst, unsigned int want)
 		if (got == want || !exhausted)
 			continue;
 
-		struct slab *s = os_slab_alloc(c->order);
+		void *arr = NULL;
+		struct slab *s;
 
-		if (!s)
+		if (c->offslab && !(arr = cache_alloc_direct(c->offslab)))
 			break;
-		slab_setup(c, s);
+		s = os_slab_alloc(c->order);
+		if (!s) {
+			if (arr)
+				cache_free_direct(c->offslab, arr);
+			break;
+		}
+		slab_setup(c, s, arr);
 		got += slab_carve(c, s, dst + got, want - got);
 		USLAB_ASSERT(s->state == SLAB_NEW && !s->nfree && s->bump);
 		ulock_lock(&n->lock);
@@ -678,6 +863,7 @@ struct slab *cache_large_alloc(size_t size, size_t align, bool *zeroed)
 	s->freelist = NULL;
 	s->nfree = 0;
 	s->bump = s->objects = 1;
+	s->colour = 0;
 	s->pcs_id = 0; /* no sheaves: kfree goes to the slow path */
 	*zeroed = s->zeroed;
 	s->large_size = bytes;
@@ -726,17 +912,17 @@ struct uslab_cache *uslab_cache_of(const void *p)
  * cache_new - a descriptor for a new cache, its layout computed. Not yet
  * on the list of caches, no sheaves (cache_register() gives them).
  * Return: the cache, or NULL with errno ENOMEM (no memory) or EINVAL (no
- * slab order fits the object).
+ * slab order fits the object, or @layout cannot serve it).
  */
 struct uslab_cache *cache_new(const char *name, size_t size, size_t align, void (*ctor)(void *),
-			      unsigned int flags, unsigned int min_partial)
+			      unsigned int flags, unsigned int min_partial, unsigned int layout)
 {
 	struct uslab_cache *c = cache_alloc_direct(&cache_cache);
 
 	if (!c)
 		return NULL;
 	memset(c, 0, sizeof(*c));
-	if (cache_setup(c, name, size, align, ctor, flags, min_partial)) {
+	if (cache_setup(c, name, size, align, ctor, flags, min_partial, layout)) {
 		cache_free_direct(&cache_cache, c);
 		errno = EINVAL;
 		return NULL;

@@ -136,13 +136,20 @@ enum slab_state {
  */
 struct slab {
 	struct uslab_cache *cache; /* owner; NULL while the slot is free */
-	void *freelist;		   /* first free object; chain encoded */
-	uint32_t nfree;		   /* objects on @freelist */
-	uint32_t bump;		   /* objects [bump, objects) never used */
-	uint32_t objects;	   /* objects in the slab */
-	uint8_t state : 7;	   /* enum slab_state */
-	uint8_t zeroed : 1;	   /* os.c gave it reading as zeros */
-	uint8_t order;		   /* the slab is 2^order pages */
+	/* FREEPTR: the first free object, chain encoded. Index layouts: the
+	   index array (OBJFREELIST: the free object holding it, NULL while
+	   no index is free) */
+	void *freelist;
+	uint32_t nfree; /* free objects on @freelist */
+	uint32_t bump;	/* objects [bump, objects) never used */
+	/* @objects and @colour are set before the slab is published and do
+	   not change while it is owned (read without the lock) */
+	uint32_t objects : 28; /* objects in the slab */
+	uint32_t colour : 4;   /* first object at base + colour * cache->colour_off */
+	uint8_t : 0; /* (C11: a separate memory location from @state, written under the lock) */
+	uint8_t state : 7;  /* enum slab_state */
+	uint8_t zeroed : 1; /* os.c gave it reading as zeros */
+	uint8_t order;	    /* the slab is 2^order pages */
 	/* The cache's id while its objects may be freed to sheaves, else 0:
 	   the inline kfree's pcs (uslab/kmalloc.h) */
 	uint16_t pcs_id;
@@ -184,16 +191,22 @@ INTERNAL size_t os_dirty_bytes(void);
  * pointers by a thread that owns them, not yet visible to anyone (seed:
  * "slub: optimize bulk slowpath free by detached freelist").
  */
+#define DF_IDX_MAX 64
 struct detached_freelist {
 	struct slab *slab;
-	void *head;
+	void *head; /* FREEPTR: the chain; index layouts: the first object */
 	void *tail;
 	unsigned int cnt;
+	uint16_t idx[DF_IDX_MAX]; /* index layouts: the objects' indices */
 };
 
 INTERNAL void *fp_get(const struct uslab_cache *c, const void *obj);
 INTERNAL void fp_set(const struct uslab_cache *c, void *obj, void *next);
-INTERNAL void slab_setup(struct uslab_cache *c, struct slab *s);
+INTERNAL void slab_setup(struct uslab_cache *c, struct slab *s, void *offslab);
+INTERNAL void slab_push_indices(struct uslab_cache *c, struct slab *s,
+				const struct detached_freelist *df);
+INTERNAL void slab_pop_indices(struct uslab_cache *c, struct slab *s, void **dst, unsigned int k);
+INTERNAL void *slab_first_object(const struct uslab_cache *c, const struct slab *s);
 INTERNAL unsigned int slab_carve(struct uslab_cache *c, struct slab *s, void **dst,
 				 unsigned int max);
 INTERNAL void *slab_walk(struct uslab_cache *c, struct slab *s, void *head, unsigned int cnt,
@@ -234,6 +247,8 @@ struct barn {
 #define CACHE_LARGE 0x20000000u	   /* owns kmalloc's large objects */
 /* Slab order limit of kmalloc classes: every class wastes at most 1/8 of a slab. */
 #define KMALLOC_MAX_ORDER 6
+/* Slab colouring uses at most this many first-object offsets (struct slab.colour). */
+#define SLAB_MAX_COLOURS 16
 #define CACHE_PUBLIC_FLAGS (USLAB_HWCACHE_ALIGN | USLAB_TYPESAFE_BY_RCU)
 
 struct uslab_cache {
@@ -243,9 +258,17 @@ struct uslab_cache {
 	unsigned int object_size; /* size asked for */
 	unsigned int size;	  /* stride between objects */
 	unsigned int align;
-	unsigned int fp_offset; /* free pointer offset in an object */
+	unsigned int fp_offset; /* FREEPTR: free pointer offset in an object */
 	unsigned int order;
 	unsigned int objects;	     /* per slab */
+	unsigned char layout;	     /* enum uslab_layout, never AUTO */
+	unsigned char idx_size;	     /* index layouts: bytes per index (1, 2) */
+	unsigned char colours;	     /* first-object offsets used in turn (>= 1) */
+	unsigned char colour_next;   /* the next slab's colour (racy: a hint) */
+	unsigned int colour_off;     /* bytes between two colours */
+	unsigned int meta_off;	     /* ONSLAB: the array's offset in a slab */
+	unsigned int meta_bytes;     /* uslab_cache_stats.meta_bytes */
+	struct uslab_cache *offslab; /* OFFSLAB: the cache of the arrays */
 	unsigned int sheaf_capacity; /* 0: no sheaves */
 	unsigned int min_partial;
 	unsigned long nr_deferred; /* TYPESAFE_BY_RCU slabs waiting for gp.c */
@@ -275,7 +298,7 @@ INTERNAL void cache_shrink_node(struct uslab_cache *c);
 INTERNAL unsigned long cache_release_slabs_now(struct slab *s);
 INTERNAL struct uslab_cache *cache_new(const char *name, size_t size, size_t align,
 				       void (*ctor)(void *), unsigned int flags,
-				       unsigned int min_partial);
+				       unsigned int min_partial, unsigned int layout);
 INTERNAL void cache_delete(struct uslab_cache *c);
 INTERNAL int cache_register(struct uslab_cache *c, unsigned int sheaf_capacity);
 INTERNAL void cache_unregister_locked(struct uslab_cache *c);
@@ -488,10 +511,13 @@ struct uslab_options {
 	unsigned int rcu_drain_ms;     /* USLAB_RCU_DRAIN_MS */
 	unsigned int rcu_batch_blocks; /* USLAB_RCU_BATCH_BLOCKS */
 	unsigned int rcu_max_inflight; /* USLAB_RCU_MAX_INFLIGHT */
+	unsigned int layout;	       /* USLAB_LAYOUT */
+	unsigned int colour;	       /* USLAB_COLOUR */
 	unsigned int nr_cpus;
 };
 
 INTERNAL extern struct uslab_options usl_opt;
+INTERNAL extern const char *const usl_layout_names[USLAB_LAYOUT_NR + 1];
 INTERNAL void options_init(void);
 
 /* ------------------------------------------------------------ debug.c */

@@ -26,7 +26,7 @@ struct uslab_cache *lifecycle_create(const char *name, size_t size,
 	struct uslab_cache *c;
 	unsigned int cap;
 
-	c = cache_new(name, size, args->align, args->ctor, flags, args->min_partial);
+	c = cache_new(name, size, args->align, args->ctor, flags, args->min_partial, args->layout);
 	if (!c)
 		return NULL;
 	barn_init(&c->barn, usl_opt.barn_max_full, usl_opt.barn_max_empty);
@@ -111,6 +111,11 @@ int uslab_cache_shrink(struct uslab_cache *c)
 	return 0;
 }
 
+const char *uslab_layout_name(unsigned int layout)
+{
+	return layout < USLAB_LAYOUT_NR ? usl_layout_names[layout] : NULL;
+}
+
 const char *uslab_cache_name(const struct uslab_cache *c)
 {
 	return c ? c->name : NULL;
@@ -143,6 +148,9 @@ int uslab_cache_stats(const struct uslab_cache *c, struct uslab_cache_stats *st)
 	st->order = c->order;
 	st->sheaf_capacity = c->sheaf_capacity;
 	st->min_partial = c->min_partial;
+	st->layout = c->layout;
+	st->meta_bytes = c->meta_bytes;
+	st->colours = c->colours;
 	cache_node_stats(cc, st);
 	barn_counts(&cc->barn, &st->barn_full, &st->barn_empty);
 	thread_sum_events(c, st->events);

@@ -8,49 +8,76 @@
  * the default is kept.
  */
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "internal.h"
 
 struct uslab_options usl_opt;
 
+/* enum uslab_layout by name (uslab_layout_name(), USLAB_LAYOUT). */
+const char *const usl_layout_names[USLAB_LAYOUT_NR + 1] = {
+	"auto", "freeptr", "objfreelist", "onslab", "offslab", NULL,
+};
+
+/*
+ * One tunable: a number in [min, max], or with @names one of those words
+ * (its index; a number is accepted too).
+ */
 static const struct option_row {
 	const char *env;
 	unsigned int *var;
 	unsigned int def, min, max;
 	const char *what;
+	const char *const *names;
 } options[] = {
 	{ "USLAB_MIN_OBJECTS", &usl_opt.min_objects, 0, 0, 65535,
-	  "objects per slab at least (0: 4 * (fls(nr_cpus) + 1), as SLUB)" },
+	  "objects per slab at least (0: 4 * (fls(nr_cpus) + 1), as SLUB)", NULL },
 	{ "USLAB_MIN_ORDER", &usl_opt.min_order, 2, 0, SLAB_MAX_ORDER,
-	  "smallest slab order (SLUB: 0; 2 amortises per-slab work, doc/tuning.md)" },
+	  "smallest slab order (SLUB: 0; 2 amortises per-slab work, doc/tuning.md)", NULL },
 	{ "USLAB_MAX_ORDER", &usl_opt.max_order, 3, 0, SLAB_MAX_ORDER,
-	  "largest slab order chosen for the min_objects rule" },
+	  "largest slab order chosen for the min_objects rule", NULL },
 	{ "USLAB_MIN_PARTIAL", &usl_opt.min_partial, 0, 0, 1000,
-	  "empty slabs kept per cache (0: 5..10 by size, as SLUB)" },
+	  "empty slabs kept per cache (0: 5..10 by size, as SLUB)", NULL },
 	{ "USLAB_SHEAF_CAPACITY", &usl_opt.sheaf_capacity, 0, 0, 254,
-	  "objects per sheaf for every cache (0: from USLAB_SHEAF_BYTES; 1: none)" },
+	  "objects per sheaf for every cache (0: from USLAB_SHEAF_BYTES; 1: none)", NULL },
 	{ "USLAB_SHEAF_BYTES", &usl_opt.sheaf_bytes, 32768, 64, 1u << 24,
-	  "bytes of objects a default sheaf holds (capacity 2..126)" },
-	{ "USLAB_BARN_MAX_FULL", &usl_opt.barn_max_full, 10, 0, 100000,
-	  "full sheaves a barn keeps" },
+	  "bytes of objects a default sheaf holds (capacity 2..126)", NULL },
+	{ "USLAB_BARN_MAX_FULL", &usl_opt.barn_max_full, 10, 0, 100000, "full sheaves a barn keeps",
+	  NULL },
 	{ "USLAB_BARN_MAX_EMPTY", &usl_opt.barn_max_empty, 10, 0, 100000,
-	  "empty sheaves a barn keeps" },
+	  "empty sheaves a barn keeps", NULL },
 	{ "USLAB_LOOKAHEAD", &usl_opt.lookahead, 3, 0, 1024,
-	  "detached freelist look-ahead when flushing (seed: 3)" },
+	  "detached freelist look-ahead when flushing (seed: 3)", NULL },
 	{ "USLAB_PURGE_DELAY_MS", &usl_opt.purge_delay_ms, 250, 0, 3600000,
-	  "milliseconds a freed slab's pages stay resident for reuse" },
+	  "milliseconds a freed slab's pages stay resident for reuse", NULL },
 	{ "USLAB_RETAIN_KB", &usl_opt.retain_kb, 65536, 0, 1u << 30,
-	  "KiB of freed slab pages kept resident at most" },
+	  "KiB of freed slab pages kept resident at most", NULL },
 	{ "USLAB_PREFETCH", &usl_opt.prefetch, 254, 0, 254,
-	  "objects of a sheaf taken from the barn prefetched for writing" },
+	  "objects of a sheaf taken from the barn prefetched for writing", NULL },
 	{ "USLAB_RCU_DRAIN_MS", &usl_opt.rcu_drain_ms, 20, 1, 60000,
-	  "milliseconds a partly filled block of deferred frees may wait" },
+	  "milliseconds a partly filled block of deferred frees may wait", NULL },
 	{ "USLAB_RCU_BATCH_BLOCKS", &usl_opt.rcu_batch_blocks, 64, 1, 4096,
-	  "full blocks (509 objects each) queued that wake the monitor" },
+	  "full blocks (509 objects each) queued that wake the monitor", NULL },
 	{ "USLAB_RCU_MAX_INFLIGHT", &usl_opt.rcu_max_inflight, 256, 16, 1u << 24,
-	  "blocks waiting for a grace period before uslab_free_rcu() waits" },
+	  "blocks waiting for a grace period before uslab_free_rcu() waits", NULL },
+	{ "USLAB_LAYOUT", &usl_opt.layout, USLAB_LAYOUT_AUTO, 0, USLAB_LAYOUT_NR - 1,
+	  "slab layout of every cache created with AUTO, where it can serve (auto, "
+	  "freeptr, objfreelist, onslab, offslab)",
+	  usl_layout_names },
+	{ "USLAB_COLOUR", &usl_opt.colour, 1, 0, 1,
+	  "slab colouring: offset the first object from slab to slab (0: off)", NULL },
 };
+
+/* @s as the index of one of @names; -1 if it is none of them. */
+static long name_index(const char *const *names, const char *s)
+{
+	for (long i = 0; names && names[i]; i++) {
+		if (!strcmp(names[i], s))
+			return i;
+	}
+	return -1;
+}
 
 void options_init(void)
 {
@@ -67,6 +94,10 @@ void options_init(void)
 		if (!s || !*s)
 			continue;
 		errno = 0;
+		if (name_index(o->names, s) >= 0) {
+			*o->var = (unsigned int)name_index(o->names, s);
+			continue;
+		}
 		v = strtoul(s, &end, 0);
 		if (errno || *end || v < o->min || v > o->max) {
 			usl_warn("%s=%s ignored: want %u..%u (%s)", o->env, s, o->min, o->max,

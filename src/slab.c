@@ -2,11 +2,25 @@
 /*
  * slab.c - one slab: 2^order pages holding objects of one cache.
  *
- * A slab's free objects are either on its freelist (linked through a free
- * pointer stored in each free object) or never used yet (the index range
- * [bump, objects): carved by address arithmetic, so a new slab's pages
- * are touched only as objects are handed out). The descriptor lives in
- * the arena's table (os.c), never inside the slab.
+ * A slab's free objects are either on its freelist or never used yet (the
+ * index range [bump, objects): carved by address arithmetic, so a new
+ * slab's pages are touched only as objects are handed out). The
+ * descriptor lives in the arena's table (os.c), never inside the slab.
+ * The first object sits at base + colour * cache->colour_off: slab
+ * colouring spreads the slabs' first objects over cache sets.
+ *
+ * The freelist takes one of four forms, the cache's layout (enum
+ * uslab_layout, chosen in cache.c):
+ *
+ *   FREEPTR      a chain through a free pointer stored in each free
+ *                object (SLUB). s->freelist is the first free object.
+ *   OBJFREELIST  an array of object indices (a stack, 1 or 2 bytes per
+ *   ONSLAB       index) at s->freelist: inside the first object freed
+ *   OFFSLAB      since the stack was last empty (OBJFREELIST; that object
+ *                is at the stack's bottom, so it is handed out last, when
+ *                the array is no longer needed), at the slab's end
+ *                (ONSLAB), or in a block of another cache (OFFSLAB). No
+ *                other object byte is read or written.
  *
  * Free pointer: stored at cache->fp_offset, in the middle of the object
  * (like SLUB, so a small overflow from the previous object does not hit
@@ -17,6 +31,7 @@
  *
  * (SLAB_FREELIST_HARDENED): a leaked stored value tells nothing about the
  * heap and an overwritten one decodes to garbage that fails the checks.
+ * An index read from an array is checked against the slab's object count.
  *
  * Locking: none here. Callers hold the cache's node lock for a slab on a
  * list (PARTIAL or FULL) and nothing for a NEW slab or for objects they
@@ -45,17 +60,33 @@ NO_SANITIZE_ADDRESS void fp_set(const struct uslab_cache *c, void *obj, void *ne
 	*slot = (void *)((uintptr_t)next ^ fp_key(c, slot));
 }
 
-/* Make a slab fresh from os.c (NEW, no owner) belong to @c; construct its objects. */
-void slab_setup(struct uslab_cache *c, struct slab *s)
+/* The first object of @s. */
+void *slab_first_object(const struct uslab_cache *c, const struct slab *s)
 {
+	return s->base + (size_t)s->colour * c->colour_off;
+}
+
+/*
+ * Make a slab fresh from os.c (NEW, no owner) belong to @c; construct its
+ * objects. @offslab: the OFFSLAB index array the caller allocated for it.
+ */
+void slab_setup(struct uslab_cache *c, struct slab *s, void *offslab)
+{
+	char *first;
+
 	USLAB_ASSERT(s->state == SLAB_NEW && !s->cache && s->order == c->order);
-	s->freelist = NULL;
+	USLAB_ASSERT(!offslab == (c->layout != USLAB_LAYOUT_OFFSLAB));
+	s->colour = 0;
+	if (c->colours > 1)
+		s->colour = __atomic_fetch_add(&c->colour_next, 1, __ATOMIC_RELAXED) % c->colours;
+	first = slab_first_object(c, s);
+	s->freelist = c->layout == USLAB_LAYOUT_ONSLAB ? s->base + c->meta_off : offslab;
 	s->nfree = 0;
 	s->bump = 0;
 	s->objects = c->objects;
 	if (c->ctor) {
 		for (unsigned int i = 0; i < c->objects; i++)
-			c->ctor(s->base + (size_t)i * c->size);
+			c->ctor(first + (size_t)i * c->size);
 	}
 	asan_poison(s->base, PAGE_SIZE << c->order);
 	s->pcs_id = c->id > 0 ? (uint16_t)c->id : 0;
@@ -66,7 +97,7 @@ void slab_setup(struct uslab_cache *c, struct slab *s)
 unsigned int slab_carve(struct uslab_cache *c, struct slab *s, void **dst, unsigned int max)
 {
 	unsigned int k = s->objects - s->bump;
-	char *obj = s->base + (size_t)s->bump * c->size;
+	char *obj = (char *)slab_first_object(c, s) + (size_t)s->bump * c->size;
 
 	if (k > max)
 		k = max;
@@ -75,6 +106,88 @@ unsigned int slab_carve(struct uslab_cache *c, struct slab *s, void **dst, unsig
 		dst[i] = obj;
 	s->bump += k;
 	return k;
+}
+
+/*
+ * slab_push_indices - put the objects of @df (a batch of indices of @s)
+ * on @s's index stack. Under the node lock; the caller has checked that
+ * they are no more than the objects in use, so the stack has room. The
+ * naive double-free check: the first pushed is not the one on top.
+ */
+NO_SANITIZE_ADDRESS void slab_push_indices(struct uslab_cache *c, struct slab *s,
+					   const struct detached_freelist *df)
+{
+	unsigned int n = s->nfree, cnt = df->cnt;
+
+	USLAB_ASSERT(c->layout != USLAB_LAYOUT_FREEPTR && n + cnt <= s->bump);
+	if (!n && c->layout == USLAB_LAYOUT_OBJFREELIST) {
+		/* The first object freed holds the array, at its bottom. */
+		s->freelist = (char *)slab_first_object(c, s) + (size_t)df->idx[0] * c->size;
+	}
+	if (c->idx_size == 1) {
+		uint8_t *arr = s->freelist;
+
+		if (unlikely(n && arr[n - 1] == df->idx[0]))
+			usl_bug(c, df->tail, "double free");
+		for (unsigned int i = 0; i < cnt; i++)
+			arr[n + i] = (uint8_t)df->idx[i];
+	} else {
+		uint16_t *arr = s->freelist;
+
+		if (unlikely(n && arr[n - 1] == df->idx[0]))
+			usl_bug(c, df->tail, "double free");
+		/* (A loop, not memcpy: ASan intercepts memcpy into the poisoned array.) */
+		for (unsigned int i = 0; i < cnt; i++)
+			arr[n + i] = df->idx[i];
+	}
+	s->nfree = n + cnt;
+}
+
+/* A corrupted index array: an index beyond the slab (a write after free). */
+static __attribute__((noreturn, noinline)) void bad_index(struct uslab_cache *c,
+							  const struct slab *s, unsigned int idx)
+{
+	usl_bug(c, s->freelist, "index array of slab %p corrupted (index %u of %u objects)",
+		(void *)s->base, idx, s->objects);
+}
+
+/*
+ * slab_pop_indices - take @k (<= s->nfree) objects off @s's index stack
+ * into @dst, newest first; every index is checked against the slab's
+ * object count. Under the node lock.
+ */
+NO_SANITIZE_ADDRESS void slab_pop_indices(struct uslab_cache *c, struct slab *s, void **dst,
+					  unsigned int k)
+{
+	char *first = slab_first_object(c, s);
+	unsigned int n = s->nfree, objects = s->objects;
+	size_t size = c->size;
+
+	USLAB_ASSERT(c->layout != USLAB_LAYOUT_FREEPTR && k <= n);
+	if (c->idx_size == 1) {
+		const uint8_t *arr = s->freelist;
+
+		for (unsigned int i = 0; i < k; i++) {
+			unsigned int idx = arr[--n];
+
+			if (unlikely(idx >= objects))
+				bad_index(c, s, idx);
+			dst[i] = first + idx * size;
+		}
+	} else {
+		const uint16_t *arr = s->freelist;
+
+		for (unsigned int i = 0; i < k; i++) {
+			unsigned int idx = arr[--n];
+
+			if (unlikely(idx >= objects))
+				bad_index(c, s, idx);
+			dst[i] = first + idx * size;
+		}
+	}
+	s->nfree = n;
+	if (!n && c->layout == USLAB_LAYOUT_OBJFREELIST)
+		s->freelist = NULL; /* its holder was the last one taken */
 }
 
 /*
@@ -109,7 +222,7 @@ static inline uint64_t off_index(const struct uslab_cache *c, uint64_t off)
 static inline unsigned int obj_index(const struct uslab_cache *c, const struct slab *s,
 				     const void *obj)
 {
-	uint64_t off = (uintptr_t)obj - (uintptr_t)s->base;
+	uint64_t off = (uintptr_t)obj - (uintptr_t)slab_first_object(c, s);
 	uint64_t idx = off_index(c, off);
 
 	if (unlikely(idx * c->size != off || idx >= s->objects))
@@ -117,19 +230,24 @@ static inline unsigned int obj_index(const struct uslab_cache *c, const struct s
 	return (unsigned int)idx;
 }
 
-/* The start of the object slot of live slab @s that contains address @p. */
+/*
+ * The start of the object slot of live slab @s that contains address @p;
+ * NULL when @p lies before the first object or after the last.
+ */
 void *slab_object_at(const struct slab *s, const void *p)
 {
 	const struct uslab_cache *c = s->cache;
-	uint64_t off = (uintptr_t)p - (uintptr_t)s->base;
-	uint64_t idx;
+	char *first;
+	uint64_t off, idx;
 
 	if (s->objects == 1)
 		return s->base; /* a large object spans its slab */
+	first = slab_first_object(c, s);
+	off = (uintptr_t)p - (uintptr_t)first;
 	idx = off_index(c, off);
 	if (idx * c->size > off)
 		idx--;
-	return s->base + idx * c->size;
+	return idx < s->objects ? first + idx * c->size : NULL;
 }
 
 /*
@@ -153,14 +271,17 @@ struct slab *slab_of_object(struct uslab_cache *c, const void *obj)
 }
 
 /*
- * build_detached_freelist - link objects of one slab found in p[start..n)
- * into a freelist that only the caller can see (seed: "slub: build
- * detached freelist with look-ahead").
+ * build_detached_freelist - gather objects of one slab found in p[start..n)
+ * into a batch only the caller can see (seed: "slub: build detached
+ * freelist with look-ahead"): FREEPTR links them through their free
+ * pointers; the index layouts list their indices in df->idx (at most
+ * DF_IDX_MAX: a longer run of one slab makes several batches).
  * @c:         the cache, or NULL to take each object's own cache.
  * @lookahead: the scan stops at the lookahead-th object of another slab
  *             (0 and 1: at the first, the simple version of the seed's
  *             patch 2; the seed settled on 3).
  * @df:        filled in; df->slab is NULL when p[start..n) held only NULLs.
+ *             df->head is the object gathered last, df->tail the first.
  *
  * Every object taken is set to NULL in @p. Writing into the objects needs
  * no synchronisation: the caller owns them until the list is handed over.
@@ -172,6 +293,7 @@ size_t build_detached_freelist(struct uslab_cache *c, size_t n, void **p, size_t
 	unsigned int missed = 0;
 	uintptr_t mask, base;
 	void *obj = NULL;
+	bool chain;
 
 	df->slab = NULL;
 	while (start < n) {
@@ -186,7 +308,11 @@ size_t build_detached_freelist(struct uslab_cache *c, size_t n, void **p, size_t
 	if (!df->slab)
 		return start;
 	c = df->slab->cache;
-	fp_set(c, obj, NULL);
+	chain = c->layout == USLAB_LAYOUT_FREEPTR;
+	if (chain)
+		fp_set(c, obj, NULL);
+	else
+		df->idx[0] = (uint16_t)obj_index(c, df->slab, obj);
 	df->head = df->tail = obj;
 	df->cnt = 1;
 
@@ -204,11 +330,19 @@ size_t build_detached_freelist(struct uslab_cache *c, size_t n, void **p, size_t
 		}
 		/* Slabs are naturally aligned: same slab <=> same masked address. */
 		if (((uintptr_t)obj & mask) == base) {
+			unsigned int idx = obj_index(c, df->slab, obj);
+
 			if (unlikely(obj == df->head))
 				usl_bug(c, obj, "double free");
-			if (unlikely(obj_index(c, df->slab, obj) == UINT32_MAX))
+			if (unlikely(idx == UINT32_MAX))
 				usl_bug(c, obj, "free of a pointer inside an object");
-			fp_set(c, obj, df->head);
+			if (chain) {
+				fp_set(c, obj, df->head);
+			} else {
+				if (df->cnt == DF_IDX_MAX)
+					break; /* the next batch starts here (or before) */
+				df->idx[df->cnt] = (uint16_t)idx;
+			}
 			df->head = obj;
 			df->cnt++;
 			p[i] = NULL;

@@ -70,6 +70,13 @@ enum uslab_stat_item {
  * @barn_empty:   empty sheaves in the barn.
  * @events:       slow-path counters, indexed by enum uslab_stat_item
  *                (all zero when the library is built without statistics).
+ * @layout:       the slab layout in effect (enum uslab_layout, never AUTO).
+ * @meta_bytes:   bytes per slab spent on tracking free objects outside what
+ *                the objects themselves hold: the 64-byte slab descriptor,
+ *                an index array reserved in the slab or allocated apart from
+ *                it, and out-of-object free pointers (8 bytes per object).
+ * @colours:      distinct offsets of the first object from slab to slab
+ *                (slab colouring; 1: none).
  */
 struct uslab_cache_stats {
 	unsigned long active_objs;
@@ -89,6 +96,9 @@ struct uslab_cache_stats {
 	unsigned long barn_full;
 	unsigned long barn_empty;
 	uint64_t events[USLAB_STAT_SLOTS];
+	unsigned int layout;
+	unsigned int meta_bytes;
+	unsigned int colours;
 };
 
 #ifdef __cplusplus

@@ -162,37 +162,122 @@ static void ctor(void *obj)
 		w[i] = 0xc0ffee00 + (uint64_t)i;
 }
 
-/* A constructed object is never written by the allocator. */
+/*
+ * A constructed object is never written by the allocator, in every layout
+ * that can serve a cache with a constructor (OBJFREELIST cannot: EINVAL).
+ */
 static void test_ctor(void)
 {
-	struct uslab_cache_args a = { .ctor = ctor };
-	struct uslab_cache *c = uslab_cache_create("ctor", 64, &a, 0);
-	struct uslab_cache_stats st;
-	enum { N = 5000 };
-	void **p = malloc(N * sizeof(void *));
+	for (unsigned int layout = 0; layout < USLAB_LAYOUT_NR; layout++) {
+		struct uslab_cache_args a = { .ctor = ctor, .layout = layout };
+		struct uslab_cache *c = uslab_cache_create("ctor", 64, &a, 0);
+		struct uslab_cache_stats st;
+		enum { N = 5000 };
+		void **p;
 
-	CHECK(c, "create");
-	for (int round = 0; round < 3; round++) {
-		for (int i = 0; i < N; i++) {
-			uint64_t *w = uslab_cache_alloc(c);
-
-			CHECK(w, "alloc");
-			for (int j = 0; j < 8; j++)
-				CHECK(w[j] == 0xc0ffee00 + (uint64_t)j,
-				      "constructed state intact (round %d word %d)", round, j);
-			p[i] = w;
+		if (layout == USLAB_LAYOUT_OBJFREELIST) {
+			CHECK(!c && errno == EINVAL, "objfreelist with a ctor: EINVAL");
+			continue;
 		}
-		/* Free in a scrambled order so objects travel through slabs. */
-		for (int i = 0; i < N; i++)
-			uslab_cache_free(c, p[(i * 7919) % N]);
-		uslab_thread_flush();
+		CHECK(c, "create (%s)", uslab_layout_name(layout));
+		p = malloc(N * sizeof(void *));
+		ctor_calls = 0;
+		for (int round = 0; round < 3; round++) {
+			for (int i = 0; i < N; i++) {
+				uint64_t *w = uslab_cache_alloc(c);
+
+				CHECK(w, "alloc");
+				for (int j = 0; j < 8; j++)
+					CHECK(w[j] == 0xc0ffee00 + (uint64_t)j,
+					      "%s: constructed state intact (round %d word %d)",
+					      uslab_layout_name(layout), round, j);
+				p[i] = w;
+			}
+			/* Free in a scrambled order so objects travel through slabs. */
+			for (int i = 0; i < N; i++)
+				uslab_cache_free(c, p[(i * 7919) % N]);
+			uslab_thread_flush();
+		}
+		uslab_cache_stats(c, &st);
+		CHECK(ctor_calls == st.num_objs, "ctor once per object: %lu calls, %lu objects",
+		      (unsigned long)ctor_calls, st.num_objs);
+		if (st.layout == USLAB_LAYOUT_FREEPTR)
+			CHECK(st.objsize >= 64 + sizeof(void *), "free pointer outside the object");
+		else
+			CHECK(st.objsize == 64, "index layouts: no free pointer (%u)", st.objsize);
+		free(p);
+		CHECK(uslab_cache_destroy(c) == 0, "destroy");
 	}
-	uslab_cache_stats(c, &st);
-	CHECK(ctor_calls == st.num_objs, "ctor once per object: %lu calls, %lu objects",
-	      (unsigned long)ctor_calls, st.num_objs);
-	CHECK(st.objsize >= 64 + sizeof(void *), "free pointer outside the object");
-	free(p);
-	CHECK(uslab_cache_destroy(c) == 0, "destroy");
+}
+
+/*
+ * The index layouts never write an object to free it or hand it out: a
+ * pattern survives free and allocation through the slabs (OBJFREELIST:
+ * except the one object per slab that holds the array while it is free).
+ */
+static void test_contents_untouched(void)
+{
+	for (unsigned int layout = USLAB_LAYOUT_OBJFREELIST; layout < USLAB_LAYOUT_NR; layout++) {
+		/* No sheaves and no slab given back: every object goes to its slab and returns. */
+		struct uslab_cache_args a = { .layout = layout,
+					      .sheaf_capacity = 1,
+					      .min_partial = 1000 };
+		struct uslab_cache *c = uslab_cache_create("untouched", 256, &a, 0);
+		struct uslab_cache_stats st;
+		unsigned long changed = 0, seen = 0;
+		uint64_t seed = 11;
+		unsigned char **p;
+		int N;
+
+		CHECK(c, "create %s", uslab_layout_name(layout));
+		/* Whole slabs: the allocation back takes exactly the objects freed. */
+		uslab_cache_stats(c, &st);
+		N = 40 * (int)st.objperslab;
+		p = malloc((size_t)N * sizeof(*p));
+		for (int i = 0; i < N; i++) {
+			p[i] = uslab_cache_alloc(c);
+			CHECK(p[i], "alloc");
+		}
+		for (int i = 0; i < N; i++)
+			memset(p[i], (int)(((uintptr_t)p[i] >> 8) * 31 + 7), 256);
+		for (int i = N - 1; i > 0; i--) {
+			int j = (int)(rnd_next(&seed) % (uint64_t)(i + 1));
+			unsigned char *t = p[i];
+
+			p[i] = p[j];
+			p[j] = t;
+		}
+		/* Half singly, half in bulk runs of 64. */
+		for (int i = 0; i < N / 2; i++)
+			uslab_cache_free(c, p[i]);
+		for (int i = N / 2; i < N; i += 64)
+			uslab_cache_free_bulk(c, N - i < 64 ? (size_t)(N - i) : 64, (void **)p + i);
+		uslab_cache_stats(c, &st);
+		CHECK(st.active_objs == 0 && st.layout == layout, "all back in their slabs");
+		CHECK(uslab_cache_alloc_bulk(c, (size_t)N, (void **)p) == (size_t)N,
+		      "all allocated again");
+		for (int i = 0; i < N; i++) {
+			unsigned char want = (unsigned char)(((uintptr_t)p[i] >> 8) * 31 + 7);
+
+			for (int j = 0; j < 256; j++) {
+				if (p[i][j] != want) {
+					changed++;
+					break;
+				}
+			}
+			seen++;
+		}
+		if (layout == USLAB_LAYOUT_OBJFREELIST)
+			CHECK(changed <= st.num_slabs,
+			      "objfreelist: %lu objects written, %lu slabs", changed, st.num_slabs);
+		else
+			CHECK(changed == 0, "%s: %lu objects written", uslab_layout_name(layout),
+			      changed);
+		CHECK(seen == (unsigned long)N && st.num_slabs == 40, "seen");
+		uslab_cache_free_bulk(c, (size_t)N, (void **)p);
+		free(p);
+		CHECK(uslab_cache_destroy(c) == 0, "destroy");
+	}
 }
 
 static void test_zalloc_and_null(void)
@@ -414,6 +499,7 @@ int main(void)
 	RUN(test_sizes);
 	RUN(test_alignment);
 	RUN(test_ctor);
+	RUN(test_contents_untouched);
 	RUN(test_zalloc_and_null);
 	RUN(test_destroy_busy);
 	RUN(test_stats_and_shrink);

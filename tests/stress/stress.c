@@ -292,6 +292,8 @@ int main(int argc, char **argv)
 	for (size_t k = 0; k < NCACHES; k++) {
 		CHECK(uslab_cache_shrink(caches[k]) == 0, "shrink");
 		CHECK(uslab_cache_stats(caches[k], &st) == 0, "stats");
+		printf("%s%zu B: %s%s", k ? ", " : "layouts: ", sizes[k],
+		       uslab_layout_name(st.layout), k == NCACHES - 1 ? "\n" : "");
 		CHECK(st.active_objs == 0 && st.num_slabs == 0,
 		      "cache of %zu bytes: every object back (active %lu, slabs %lu)", sizes[k],
 		      st.active_objs, st.num_slabs);

@@ -75,8 +75,9 @@ static void ctor(void *p)
 
 static void test_layout(void)
 {
-	struct uslab_cache_args a = { .ctor = ctor };
-	struct uslab_cache *c = uslab_cache_create("layout", 100, NULL, 0);
+	struct uslab_cache_args f = { .layout = USLAB_LAYOUT_FREEPTR };
+	struct uslab_cache_args a = { .ctor = ctor, .layout = USLAB_LAYOUT_FREEPTR };
+	struct uslab_cache *c = uslab_cache_create("layout", 100, &f, 0);
 	struct uslab_cache *k = uslab_cache_create("layout-ctor", 100, &a, 0);
 
 	CHECK(c->size == 104 && c->fp_offset == 48, "stride 104, free pointer at 48");
@@ -85,6 +86,170 @@ static void test_layout(void)
 	CHECK(c->secret != k->secret, "per-cache secrets");
 	uslab_cache_destroy(c);
 	uslab_cache_destroy(k);
+}
+
+#define LF USLAB_LAYOUT_FREEPTR
+#define LO USLAB_LAYOUT_OBJFREELIST
+#define LN USLAB_LAYOUT_ONSLAB
+#define LX USLAB_LAYOUT_OFFSLAB
+
+/*
+ * AUTO's rules (doc/design.md, "Slab layouts") on a table of sizes,
+ * alignments and flags, with 2 CPUs and the default orders; and which
+ * explicit layouts can serve each (EINVAL otherwise).
+ */
+static void test_layout_rules(void)
+{
+	static const struct {
+		size_t size, align;
+		unsigned int flags;
+		bool ctor;
+		unsigned int want;  /* AUTO's choice */
+		unsigned int valid; /* bit per layout that can serve */
+	} t[] = {
+		/* rule 3: small objects keep their free pointer (the array would cost memory) */
+		{ 8, 0, 0, false, LF, 1 << LF | 1 << LN | 1 << LX },
+		{ 64, 0, 0, false, LF, 1 << LF | 1 << LN | 1 << LX },
+		{ 100, 0, 0, false, LF, 1 << LF | 1 << LN | 1 << LX },
+		{ 100, 0, USLAB_HWCACHE_ALIGN, false, LF, 1 << LF | 1 << LN | 1 << LX },
+		/* rule 1: the array fits in one object */
+		{ 128, 0, 0, false, LO, 1 << LF | 1 << LO | 1 << LN | 1 << LX },
+		{ 256, 0, 0, false, LO, 1 << LF | 1 << LO | 1 << LN | 1 << LX },
+		{ 1000, 0, 0, false, LO, 1 << LF | 1 << LO | 1 << LN | 1 << LX },
+		{ 4096, 0, 0, false, LO, 1 << LF | 1 << LO | 1 << LN | 1 << LX },
+		{ 100, 4096, 0, false, LO, 1 << LF | 1 << LO | 1 << LN | 1 << LX },
+		/* rule 2: a constructor, the array fits in the leftover */
+		{ 1000, 0, 0, true, LN, 1 << LF | 1 << LN | 1 << LX },
+		/* rule 4: least memory; the seed's off-slab case (8 x 4 KiB, no leftover) */
+		{ 4096, 0, 0, true, LX, 1 << LF | 1 << LN | 1 << LX },
+		{ 256, 0, 0, true, LX, 1 << LF | 1 << LN | 1 << LX },
+		{ 256, 0, USLAB_TYPESAFE_BY_RCU, false, LX, 1 << LF | 1 << LN | 1 << LX },
+	};
+	unsigned int cpus = usl_opt.nr_cpus;
+
+	usl_opt.nr_cpus = 2;
+	for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
+		struct uslab_cache_stats st[USLAB_LAYOUT_NR];
+		unsigned int valid = 0;
+
+		for (unsigned int l = 0; l < USLAB_LAYOUT_NR; l++) {
+			struct uslab_cache_args a = { .align = t[i].align,
+						      .ctor = t[i].ctor ? ctor : NULL,
+						      .layout = l };
+			struct uslab_cache *c =
+				uslab_cache_create("rules", t[i].size, &a, t[i].flags);
+
+			if (!c) {
+				CHECK(errno == EINVAL && l != USLAB_LAYOUT_AUTO, "only EINVAL");
+				continue;
+			}
+			valid |= 1u << l;
+			uslab_cache_stats(c, &st[l]);
+			CHECK(st[l].layout != USLAB_LAYOUT_AUTO && (!l || st[l].layout == l),
+			      "layout %u in effect", l);
+			CHECK(st[l].meta_bytes >= sizeof(struct slab), "meta_bytes");
+			uslab_cache_destroy(c);
+		}
+		CHECK(valid == (t[i].valid | 1),
+		      "size %zu align %zu flags %#x ctor %d: valid %#x, want %#x", t[i].size,
+		      t[i].align, t[i].flags, t[i].ctor, valid, t[i].valid | 1);
+		CHECK(st[0].layout == t[i].want,
+		      "size %zu align %zu flags %#x ctor %d: AUTO %s, want %s", t[i].size,
+		      t[i].align, t[i].flags, t[i].ctor, uslab_layout_name(st[0].layout),
+		      uslab_layout_name(t[i].want));
+		/* Rule 4 picked the least slab memory per object among those valid. */
+		if (t[i].ctor || t[i].flags & USLAB_TYPESAFE_BY_RCU) {
+			double best = (double)(st[0].pagesperslab * 4096ul + st[0].meta_bytes) /
+				      st[0].objperslab;
+
+			for (unsigned int l = 1; l < USLAB_LAYOUT_NR; l++) {
+				if (valid & (1u << l) && t[i].want != LN)
+					CHECK(best <= (double)(st[l].pagesperslab * 4096ul +
+							       st[l].meta_bytes) /
+							      st[l].objperslab,
+					      "size %zu: AUTO is the least memory", t[i].size);
+			}
+		}
+	}
+	/* Index layouts name at most 65536 objects: 8 B in 2 MiB slabs cannot. */
+	usl_opt.min_order = usl_opt.max_order = 9;
+	for (unsigned int l = LO; l <= LX; l++) {
+		struct uslab_cache_args a = { .layout = l };
+
+		errno = 0;
+		CHECK(!uslab_cache_create("many", 8, &a, 0) && errno == EINVAL,
+		      "%s with 262144 objects: EINVAL", uslab_layout_name(l));
+	}
+	struct uslab_cache *c = uslab_cache_create("many", 8, NULL, 0);
+
+	CHECK(c && c->layout == LF && c->objects == 262144, "AUTO: freeptr");
+	uslab_cache_destroy(c);
+	/* OFFSLAB arrays of more than 4 KiB: 16 B objects in 64 KiB slabs (8 KiB). */
+	usl_opt.min_order = usl_opt.max_order = 4;
+	struct uslab_cache_args off = { .layout = LX };
+
+	CHECK(!uslab_cache_create("big-array", 16, &off, 0) && errno == EINVAL,
+	      "offslab array of 8 KiB: EINVAL");
+	usl_opt.min_order = 2;
+	usl_opt.max_order = 3;
+	/* An unknown layout. */
+	struct uslab_cache_args bad = { .layout = USLAB_LAYOUT_NR };
+
+	CHECK(!uslab_cache_create("bad", 64, &bad, 0) && errno == EINVAL, "unknown layout");
+	/* USLAB_LAYOUT stands for AUTO where it can serve, and only there. */
+	usl_opt.layout = LX;
+	c = uslab_cache_create("env", 256, NULL, 0);
+	CHECK(c && c->layout == LX, "USLAB_LAYOUT=offslab");
+	uslab_cache_destroy(c);
+	usl_opt.layout = LO;
+	struct uslab_cache_args k = { .ctor = ctor };
+
+	c = uslab_cache_create("env", 4096, &k, 0);
+	CHECK(c && c->layout == LX, "USLAB_LAYOUT=objfreelist cannot serve a ctor: AUTO's choice");
+	uslab_cache_destroy(c);
+	struct uslab_cache_args fp = { .layout = LF };
+
+	c = uslab_cache_create("env", 256, &fp, 0);
+	CHECK(c && c->layout == LF, "an explicit layout wins over USLAB_LAYOUT");
+	uslab_cache_destroy(c);
+	usl_opt.layout = 0;
+	usl_opt.nr_cpus = cpus;
+}
+
+/* Colours: offsets in cache lines (or the objects' natural alignment) within the leftover. */
+static void test_colour(void)
+{
+	/* 1000 B in 16 KiB: 16 objects, 384 bytes left: 7 colours of 64 B. */
+	struct uslab_cache *c = uslab_cache_create("colour", 1000, NULL, 0);
+	/* kmalloc-like 1024 B: 16 objects, no leftover: 1 colour. */
+	struct uslab_cache *p2 = uslab_cache_create("colour-1k", 1024, NULL, 0);
+	/* 3072 B: 10 objects in 32 KiB, 2048 left; natural alignment 1024: 3 colours. */
+	struct uslab_cache *k3 = uslab_cache_create("colour-3k", 3072, NULL, 0);
+	void *objs[64];
+	unsigned int seen = 0;
+
+	CHECK(c->colours == 7 && c->colour_off == 64, "1000 B: %u colours of %u", c->colours,
+	      c->colour_off);
+	CHECK(p2->colours == 1, "1024 B: no colour");
+	CHECK(k3->colours == 3 && k3->colour_off == 1024, "3072 B: %u colours of %u", k3->colours,
+	      k3->colour_off);
+	/* Slabs made in turn take the colours in turn; objects stay inside. */
+	CHECK(cache_refill(c, objs, 64) == 64, "refill four slabs");
+	for (int i = 0; i < 4; i++) {
+		struct slab *s = os_slab_lookup(objs[16 * i]);
+
+		seen |= 1u << s->colour;
+		CHECK((char *)objs[16 * i] == s->base + s->colour * 64u &&
+			      (char *)objs[16 * i + 15] + 1000 <= s->base + (PAGE_SIZE << c->order),
+		      "colour %u: first object offset, last inside", s->colour);
+	}
+	for (int j = 0; j < 64; j++)
+		asan_poison(objs[j], c->size);
+	cache_free_objects(c, objs, 64, 3);
+	CHECK(__builtin_popcount(seen) >= 2, "several colours used (%#x)", seen);
+	uslab_cache_destroy(c);
+	uslab_cache_destroy(p2);
+	uslab_cache_destroy(k3);
 }
 
 /* Refill takes whole freelists and carves; free_objects restores counts. */
@@ -130,6 +295,8 @@ int main(void)
 	CHECK(usl_init() == 0, "init");
 	RUN(test_order_rule);
 	RUN(test_layout);
+	RUN(test_layout_rules);
+	RUN(test_colour);
 	RUN(test_refill_and_free);
 	return 0;
 }
