@@ -52,6 +52,7 @@
 #include "internal.h"
 
 #define FREE_GROUPS 32
+#define FREE_AHEAD 16 /* slab descriptors prefetched ahead of a free batch */
 #define REFILL_LISTS 16
 
 struct ulock caches_lock = ULOCK_INIT_RANK(LOCK_CACHES);
@@ -586,23 +587,28 @@ static void slab_put_group(struct uslab_cache *c, struct detached_freelist *df,
 	node_assert_counts(n);
 }
 
+/*
+ * Hand @df[0..nd) to their slabs, one lock acquisition per run of groups
+ * of one cache: first the loads of every slab's array are started, then
+ * the groups are put (the misses overlap instead of following each other).
+ */
 static void node_put_groups(struct detached_freelist *df, unsigned int nd, struct slab **release)
 {
-	struct uslab_cache *locked = NULL;
+	unsigned int i = 0;
 
-	for (unsigned int i = 0; i < nd; i++) {
+	while (i < nd) {
 		struct uslab_cache *c = df[i].slab->cache;
+		unsigned int end = i + 1;
 
-		if (c != locked) {
-			if (locked)
-				ulock_unlock(&locked->node.lock);
-			ulock_lock(&c->node.lock);
-			locked = c;
-		}
-		slab_put_group(c, &df[i], release);
+		while (end < nd && df[end].slab->cache == c)
+			end++;
+		ulock_lock(&c->node.lock);
+		for (unsigned int j = i; j < end; j++)
+			slab_prefetch_push(c, df[j].slab);
+		for (; i < end; i++)
+			slab_put_group(c, &df[i], release);
+		ulock_unlock(&c->node.lock);
 	}
-	if (locked)
-		ulock_unlock(&locked->node.lock);
 }
 
 /*
@@ -623,7 +629,12 @@ void cache_free_objects(struct uslab_cache *c, void **p, size_t n, unsigned int 
 	unsigned int nd = 0;
 	size_t i = 0;
 
+	size_t ahead = 0;
+
 	while (i < n) {
+		/* Keep the next FREE_AHEAD objects' slab descriptors loading. */
+		for (; ahead < n && ahead < i + FREE_AHEAD; ahead++)
+			os_slab_prefetch(p[ahead]);
 		i = build_detached_freelist(c, n, p, i, lookahead, &df[nd]);
 		if (unlikely(df[nd].slab && (df[nd].slab->cache->flags & CACHE_LARGE))) {
 			cache_large_free(df[nd].slab); /* one object, its own slab */

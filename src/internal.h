@@ -175,6 +175,7 @@ _Static_assert(offsetof(struct slab, next) == offsetof(struct slab, list.next),
 INTERNAL struct slab *os_slab_alloc(unsigned int order);
 INTERNAL void os_slab_free(struct slab *s);
 INTERNAL struct slab *os_slab_lookup(const void *p);
+INTERNAL void os_slab_prefetch(const void *p);
 INTERNAL void *os_mmap(size_t size);
 INTERNAL void os_munmap(void *p, size_t size);
 INTERNAL void os_fork_prepare(void);
@@ -207,6 +208,7 @@ INTERNAL void slab_push_indices(struct uslab_cache *c, struct slab *s,
 				const struct detached_freelist *df);
 INTERNAL void slab_pop_indices(struct uslab_cache *c, struct slab *s, void **dst, unsigned int k);
 INTERNAL void *slab_first_object(const struct uslab_cache *c, const struct slab *s);
+INTERNAL void slab_prefetch_push(const struct uslab_cache *c, const struct slab *s);
 INTERNAL unsigned int slab_carve(struct uslab_cache *c, struct slab *s, void **dst,
 				 unsigned int max);
 INTERNAL void *slab_walk(struct uslab_cache *c, struct slab *s, void *head, unsigned int cnt,

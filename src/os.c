@@ -63,9 +63,9 @@
  *
  * The doubly linked lists (dirty, purging) go through struct slab.list,
  * a->free through struct slab.next. USLAB_CHECKS builds assert each
- * transition. When an arena has no used or purging slot and another
- * arena of its order exists, it is detached (registry cleared, dirty slots
- * dropped), then its memory is unmapped and its descriptor table put in
+ * transition. When an arena has no used, purging or dirty slot and
+ * another arena of its order exists, it is detached (registry cleared),
+ * then its memory is unmapped and its descriptor table put in
  * the pool for reuse by the next arena of the same order.
  *
  * Lock: os_lock (rank 11, LOCK_OS, the last in src/lock.h) protects the per-order lists and
@@ -278,9 +278,9 @@ static void arena_install(struct arena *a)
 }
 
 /*
- * If @a has no used or purging slot and is not the last of its order,
- * take it out of the registry and its order's list (its dirty slots go
- * with it) and push it on *@rel for arenas_unmap(). Under os_lock.
+ * If @a has no used, purging or dirty slot and is not the last of its
+ * order, take it out of the registry and its order's list and push it on
+ * *@rel for arenas_unmap(). Under os_lock.
  */
 static void arena_check(struct arena *a, struct arena **rel)
 {
@@ -288,18 +288,14 @@ static void arena_check(struct arena *a, struct arena **rel)
 	struct arena **pp = &o->arenas;
 
 	USLAB_ASSERT(ulock_held(&os_lock));
-	/* The last arena of an order stays for the next slab, unless huge. */
-	if (a->nused || a->npurging || (o->narenas < 2 && a->order <= SLAB_MAX_ORDER))
+	/*
+	 * The last arena of an order stays for the next slab, unless huge. An
+	 * arena with retained slots stays until they are purged (purge_done()
+	 * checks again): unmapping it would drop the retention's pages early
+	 * and make the next slabs fault them back in.
+	 */
+	if (a->nused || a->npurging || a->ndirty || (o->narenas < 2 && a->order <= SLAB_MAX_ORDER))
 		return;
-	for (unsigned int i = 0; a->ndirty && i < a->nfresh; i++) {
-		if (a->slabs[i].state == SLAB_DIRTY) {
-			USLAB_ASSERT(dirty_bytes >= PAGE_SIZE << a->order);
-			list_del(&a->slabs[i].list);
-			dirty_bytes -= PAGE_SIZE << a->order;
-			a->ndirty--;
-		}
-	}
-	USLAB_ASSERT(!a->ndirty);
 	while (*pp != a)
 		pp = &(*pp)->next;
 	*pp = a->next;
@@ -353,6 +349,22 @@ static struct arena *arena_of(const void *p)
 	return __atomic_load_n(&arena_map[a >> ARENA_SHIFT], __ATOMIC_ACQUIRE);
 }
 
+/* DIRTY -> PURGING: @s, of arena @a, leaves its dirty list. Under os_lock. */
+static struct slab *purge_take(struct arena *a, struct slab *s)
+{
+	size_t size = PAGE_SIZE << s->order;
+
+	USLAB_ASSERT(s->state == SLAB_DIRTY && !s->cache);
+	USLAB_ASSERT(dirty_bytes >= size && a->ndirty);
+	list_del(&s->list);
+	dirty_bytes -= size;
+	a->ndirty--;
+	a->npurging++;
+	s->state = SLAB_PURGING;
+	list_add(&s->list, &purging);
+	return s;
+}
+
 /*
  * purge_pick - take up to @max of the oldest dirty slots that are due
  * (freed before @deadline ms, or while more than @keep bytes are retained)
@@ -383,19 +395,10 @@ static unsigned int purge_pick(struct slab **v, unsigned int max, size_t max_byt
 		}
 		if (!oldest || (oldest->freed_ms >= deadline && dirty_bytes <= keep))
 			break;
-		/* DIRTY -> PURGING */
-		USLAB_ASSERT(oldest->state == SLAB_DIRTY && !oldest->cache);
 		size = PAGE_SIZE << oldest->order;
 		a = arena_of(oldest->base);
-		USLAB_ASSERT(dirty_bytes >= size && a->ndirty);
-		list_del(&oldest->list);
-		dirty_bytes -= size;
-		a->ndirty--;
-		a->npurging++;
-		oldest->state = SLAB_PURGING;
-		list_add(&oldest->list, &purging);
+		v[n++] = purge_take(a, oldest);
 		bytes += size;
-		v[n++] = oldest;
 	}
 	return n;
 }
@@ -416,8 +419,26 @@ static unsigned int purge_due(struct slab **v, uint64_t now)
  */
 static void purge_madvise(struct slab *const *v, unsigned int n)
 {
-	for (unsigned int i = 0; i < n; i++)
-		madvise(v[i]->base, PAGE_SIZE << v[i]->order, MADV_DONTNEED);
+	char *lo = NULL, *hi = NULL;
+
+	/* Adjacent slabs next to each other in @v go in one call. */
+	for (unsigned int i = 0; i <= n; i++) {
+		char *b = i < n ? v[i]->base : NULL;
+		size_t size = i < n ? PAGE_SIZE << v[i]->order : 0;
+
+		if (b && b == hi) {
+			hi += size;
+			continue;
+		}
+		if (b && b + size == lo) {
+			lo = b;
+			continue;
+		}
+		if (lo)
+			madvise(lo, (size_t)(hi - lo), MADV_DONTNEED);
+		lo = b;
+		hi = b + size;
+	}
 }
 
 /* Make purged slots free; detach arenas left idle onto *@rel. Under os_lock. */
@@ -630,6 +651,23 @@ struct slab *os_slab_lookup(const void *p)
 	if (!__atomic_load_n(&s->cache, __ATOMIC_ACQUIRE))
 		return NULL;
 	return s;
+}
+
+/*
+ * os_slab_prefetch - start loading the descriptor of the slab that would
+ * hold @p (a hint: nothing is read but the registry, nothing checked).
+ */
+void os_slab_prefetch(const void *p)
+{
+	uintptr_t a = (uintptr_t)p, e;
+
+	if (unlikely(a >> VA_BITS))
+		return;
+	e = __atomic_load_n(&slab_map[a >> ARENA_SHIFT], __ATOMIC_RELAXED);
+	if (e)
+		__builtin_prefetch((struct slab *)(e & ~(uintptr_t)(CACHELINE - 1)) +
+					   ((a & (ARENA_GRANULE - 1)) >> (e & (CACHELINE - 1))),
+				   1);
 }
 
 size_t os_arena_count(void)

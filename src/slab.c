@@ -143,6 +143,15 @@ NO_SANITIZE_ADDRESS void slab_push_indices(struct uslab_cache *c, struct slab *s
 	s->nfree = n + cnt;
 }
 
+/* Start loading where slab_push_indices() will write (under the node lock). */
+void slab_prefetch_push(const struct uslab_cache *c, const struct slab *s)
+{
+	if (c->layout == USLAB_LAYOUT_FREEPTR)
+		return; /* the build wrote the objects; the slab's head is not read */
+	if (s->freelist)
+		__builtin_prefetch((char *)s->freelist + s->nfree * c->idx_size, 1);
+}
+
 /* A corrupted index array: an index beyond the slab (a write after free). */
 static __attribute__((noreturn, noinline)) void bad_index(struct uslab_cache *c,
 							  const struct slab *s, unsigned int idx)
