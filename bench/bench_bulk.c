@@ -19,6 +19,12 @@
  *		cycles of one free + one alloc. uslab's look-ahead is set with
  *		USLAB_LOOKAHEAD; USLAB_SHEAF_CAPACITY=1 sends every bulk free
  *		straight to the slabs (detached freelists only, the seed's case).
+ *	bulk-uslab test05 [LOOPS]
+ *		the seed author's slab_bulk_test05 columns on the same objects,
+ *		bulk sizes as test01: one bulk alloc, then the objects freed by
+ *		uslab_cache_free_bulk(c) ("cache"), by kfree_bulk =
+ *		uslab_cache_free_bulk(NULL) ("kfree_bulk"), and one by one with
+ *		uslab_kfree ("kfree"); cycles per object of alloc + free.
  *
  * Objects are not touched (as in the seed's modules): what is measured is
  * the allocator.
@@ -88,6 +94,57 @@ static void test01(unsigned long objs)
 		printf("CSV,test01,%s,%s,bulk_ns,%.4f\n", PEER_NAME, param, bm / tsc_per_ns());
 	}
 }
+
+#if defined(PEER_USLAB) || defined(PEER_USLAB_CALL)
+#include <uslab/kmalloc.h>
+
+/* Cycles per object of LOOPS rounds of one bulk alloc and a free of kind @how. */
+static double test05_round(size_t n, unsigned long loops, void **p, int how)
+{
+	uint64_t t0 = tsc_now();
+
+	for (unsigned long l = 0; l < loops; l++) {
+		if (uslab_cache_alloc_bulk(peer_cache, n, p) != n)
+			abort();
+		escape(p);
+		if (how == 0)
+			uslab_cache_free_bulk(peer_cache, n, p);
+		else if (how == 1)
+			uslab_cache_free_bulk(NULL, n, p);
+		else
+			for (size_t i = 0; i < n; i++)
+				uslab_kfree(p[i]);
+	}
+	return (double)(tsc_now() - t0) / (double)(loops * n);
+}
+
+static void test05(unsigned long objs)
+{
+	static const char *const col[] = { "cache", "kfree_bulk", "kfree" };
+	void *p[256];
+	char param[32];
+
+	printf("bulk- free_bulk(c) - kfree_bulk - kfree loop   (%s, %d-byte objects)\n", PEER_NAME,
+	       SIZE);
+	for (size_t k = 0; k < sizeof(sizes01) / sizeof(sizes01[0]); k++) {
+		size_t n = sizes01[k];
+		unsigned long loops = objs / n;
+		double v[3][5], m[3];
+
+		test05_round(n, loops / 10 + 1, p, 1); /* warm */
+		for (int r = 0; r < 5; r++)
+			for (int h = 0; h < 3; h++)
+				v[h][r] = test05_round(n, loops, p, h);
+		snprintf(param, sizeof(param), "%zu", n);
+		for (int h = 0; h < 3; h++) {
+			m[h] = median(v[h], 5);
+			printf("CSV,test05,%s,%s,%s_cycles,%.3f\n", PEER_NAME, param, col[h], m[h]);
+		}
+		printf("%3zu - %3.0f cycles(tsc) - %3.0f cycles(tsc) (%.2fx) - %3.0f cycles(tsc)\n",
+		       n, m[0], m[1], m[1] / m[0], m[2]);
+	}
+}
+#endif
 
 static void test02(unsigned long objs, int repeat)
 {
@@ -192,8 +249,12 @@ int main(int argc, char **argv)
 		test03(argc > 2 ? strtoul(argv[2], NULL, 0) : 1000000,
 		       argc > 3 ? strtoul(argv[3], NULL, 0) : 64,
 		       argc > 4 ? strtoul(argv[4], NULL, 0) : 200000);
+#if defined(PEER_USLAB) || defined(PEER_USLAB_CALL)
+	} else if (!strcmp(test, "test05")) {
+		test05(argc > 2 ? strtoul(argv[2], NULL, 0) : 2000000);
+#endif
 	} else {
-		fprintf(stderr, "usage: %s test01|test02|test03 [args]\n", argv[0]);
+		fprintf(stderr, "usage: %s test01|test02|test03|test05 [args]\n", argv[0]);
 		return 2;
 	}
 	peer_report();

@@ -15,8 +15,9 @@
  *          the barn while it takes full ones; a remainder smaller than a
  *          sheaf may flush main, a larger one goes straight to slabs as
  *          detached freelists, one per slab, handed over under one node
- *          lock per 32 slabs. Without a cache (kfree_bulk) every object
- *          goes to its own slab that way.
+ *          lock per 32 slabs. Without a cache (kfree_bulk, the deferred
+ *          frees' drain) each run of objects of one cache takes that
+ *          cache's way; large objects go to their slabs.
  *
  * Locks: the thread's own tstate lock while sheaves change, node locks
  * inside cache.c. No per-object lock or atomic.
@@ -69,12 +70,14 @@ static size_t push_main(struct pcs *p, size_t n, void **objs)
 		p->hot.top += k;
 		return k;
 	}
-	while (i < n && p->hot.top < p->hot.limit) {
-		void *o = objs[i];
-
-		objs[i++] = NULL;
-		if (o)
-			*p->hot.top++ = o;
+	/* (NULL entries are consumed even when main is full: no swap for a hole.) */
+	for (; i < n; i++) {
+		if (objs[i]) {
+			if (p->hot.top == p->hot.limit)
+				break;
+			*p->hot.top++ = objs[i];
+			objs[i] = NULL;
+		}
 	}
 	return i;
 }
@@ -136,20 +139,19 @@ direct:
 	return n;
 }
 
-void uslab_priv_free_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
+/*
+ * Free @objs[0..n) (poisoned already) of @c: into the thread's sheaves of
+ * @c, the rest to slabs.
+ */
+static void free_to_cache(struct uslab_cache *c, size_t n, void **objs)
 {
 	struct pcs *p;
 	size_t i = 0;
 
-	if (!n || !objs)
-		return;
-	objs_poison(objs, n);
-	if (!c || !c->sheaf_capacity || !(p = pcs_self(c))) {
+	if (!c->sheaf_capacity || !(p = pcs_self(c))) {
 		cache_free_objects(c, objs, n, usl_opt.lookahead);
-		gp_kick();
 		return;
 	}
-
 	thread_lock_self();
 	for (;;) {
 		i += push_main(p, n - i, objs + i);
@@ -161,6 +163,60 @@ void uslab_priv_free_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 		cache_free_objects(c, objs + i, n - i, usl_opt.lookahead);
 	count(&p->hot.free_bulk, &p->hot.free_bulk_objs, n);
 	thread_unlock_self();
+}
+
+/* The cache of @obj if it has sheaves; NULL for large objects and anything else. */
+static struct uslab_cache *sheaf_cache_of(const void *obj)
+{
+	struct slab *s = os_slab_lookup(obj);
+	struct uslab_cache *c = s ? __atomic_load_n(&s->cache, __ATOMIC_ACQUIRE) : NULL;
+
+	return c && c->sheaf_capacity ? c : NULL;
+}
+
+/*
+ * kfree_bulk: objects of any caches. Each run of objects of one cache with
+ * sheaves goes through that cache's sheaves, as uslab_cache_free_bulk(c)
+ * would take it (runs of one cache are the common case); each run of
+ * other objects (large, of caches without sheaves, or not uslab's: the
+ * slab path reports those) goes to its slabs.
+ */
+static void free_any(size_t n, void **objs)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		struct uslab_cache *c;
+		size_t j;
+
+		if (USLAB_ZERO_OR_NULL_PTR(objs[i])) {
+			objs[i++] = NULL;
+			continue;
+		}
+		c = sheaf_cache_of(objs[i]);
+		for (j = i + 1; j < n; j++) {
+			if (USLAB_ZERO_OR_NULL_PTR(objs[j]))
+				objs[j] = NULL; /* (a hole in the run: skipped by both paths) */
+			else if (sheaf_cache_of(objs[j]) != c)
+				break;
+		}
+		if (c)
+			free_to_cache(c, j - i, objs + i);
+		else
+			cache_free_objects(NULL, objs + i, j - i, usl_opt.lookahead);
+		i = j;
+	}
+}
+
+void uslab_priv_free_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
+{
+	if (!n || !objs)
+		return;
+	objs_poison(objs, n);
+	if (c)
+		free_to_cache(c, n, objs);
+	else
+		free_any(n, objs);
 	gp_kick();
 }
 

@@ -255,25 +255,35 @@ static double bytes_per_object(const struct geometry *g)
 	return (double)((PAGE_SIZE << g->order) + g->meta_bytes) / g->objects;
 }
 
+/* Rule 1's bound: OFFSLAB's metadata, descriptor included, at most 1/100 of the slab. */
+#define OFFSLAB_AUTO_FRACTION 100
+
 /*
  * choose_layout - AUTO, by SLAB's rules with SLUB's free pointer as a
- * fourth type (doc/design.md, "Slab layouts"):
- *   1. OBJFREELIST when it can serve (no constructor, not TYPESAFE_BY_RCU,
+ * fourth type, in the order measured best (doc/design.md, "Slab layouts"):
+ *   1. OFFSLAB when its metadata (descriptor and array block) is at most
+ *      1% of the slab: the arrays of many slabs share cache lines, so a
+ *      free to a slab costs the least (objects of 256 bytes and more);
+ *   2. OBJFREELIST when it can serve (no constructor, not TYPESAFE_BY_RCU,
  *      the index array fits in one object): no memory for metadata;
- *   2. ONSLAB when the array fits in the slab's leftover bytes;
- *   3. FREEPTR when a free object can hold its own free pointer (no
+ *   3. ONSLAB when the array fits in the slab's leftover bytes;
+ *   4. FREEPTR when a free object can hold its own free pointer (no
  *      constructor, not TYPESAFE_BY_RCU): an index array would cost
  *      memory, the free pointer costs none (small objects);
- *   4. else the least slab memory per object of ONSLAB with room
+ *   5. else the least slab memory per object of ONSLAB with room
  *      reserved, OFFSLAB and FREEPTR (8 bytes after every object).
  */
-static void choose_layout(unsigned int osize, size_t sz, size_t align, bool bound,
+static void choose_layout(unsigned int osize, size_t sz, size_t align, bool bound, bool internal,
 			  unsigned int max_order, struct geometry *g)
 {
 	static const unsigned int last[] = { USLAB_LAYOUT_ONSLAB, USLAB_LAYOUT_OFFSLAB,
 					     USLAB_LAYOUT_FREEPTR };
 	struct geometry t;
 
+	/* (Not for uslab's own caches: the OFFSLAB arrays come from some of them.) */
+	if (!internal && !geometry(USLAB_LAYOUT_OFFSLAB, osize, sz, align, bound, max_order, g) &&
+	    (size_t)g->meta_bytes * OFFSLAB_AUTO_FRACTION <= PAGE_SIZE << g->order)
+		return;
 	if (!geometry(USLAB_LAYOUT_OBJFREELIST, osize, sz, align, bound, max_order, g))
 		return;
 	if (!geometry(USLAB_LAYOUT_ONSLAB, osize, sz, align, bound, max_order, g) && !g->reserved)
@@ -314,7 +324,8 @@ static int cache_setup(struct uslab_cache *c, const char *name, size_t size, siz
 	    !geometry(usl_opt.layout, (unsigned int)size, sz, a, bound, max_order, &g))
 		layout = usl_opt.layout;
 	if (layout == USLAB_LAYOUT_AUTO)
-		choose_layout((unsigned int)size, sz, a, bound, max_order, &g);
+		choose_layout((unsigned int)size, sz, a, bound, flags & CACHE_INTERNAL, max_order,
+			      &g);
 	else if (layout >= USLAB_LAYOUT_NR ||
 		 geometry(layout, (unsigned int)size, sz, a, bound, max_order, &g))
 		return -EINVAL;
@@ -410,7 +421,7 @@ int cache_bootstrap(void)
 
 		snprintf(name, sizeof(name), "uslab_offslab-%u", 16u << i);
 		err = cache_init_internal(&offslab_caches[i], name, 16u << i);
-		/* Never OFFSLAB themselves (AUTO gives uslab's caches no other use of them). */
+		/* Never OFFSLAB themselves (AUTO never makes uslab's own caches OFFSLAB). */
 		USLAB_ASSERT(offslab_caches[i].layout != USLAB_LAYOUT_OFFSLAB);
 	}
 	if (!err)

@@ -273,12 +273,22 @@ static void test_mixed_free(void)
 	CHECK(uslab_ksize(p[0]) == 200 && uslab_slab_of(p[0]) == uslab_slab_of(p[0]),
 	      "ksize of a cache object");
 	kfree(uslab_cache_alloc(c)); /* kfree of a kmem_cache object */
+	void *last_c = NULL;	     /* the last object of c in the array */
+
+	for (size_t i = 0; i < k; i++)
+		if (p[i] && uslab_cache_of(p[i]) == c)
+			last_c = p[i];
 	kfree_bulk(k, p);
 	for (size_t i = 0; i < k; i++)
 		CHECK(p[i] == NULL, "kfree_bulk cleared entry %zu", i);
 	for (int i = 0; i < 4; i++)
 		CHECK(!uslab_owns(big[i]), "large object %d freed by kfree_bulk", i);
-	uslab_thread_flush();
+	/* kfree_bulk went through the cache's sheaves: the last one freed comes back first. */
+	void *again = uslab_cache_alloc(c);
+
+	CHECK(again == last_c, "kfree_bulk used this thread's sheaf: %p, want %p", again, last_c);
+	uslab_cache_free(c, again);
+	CHECK(uslab_cache_shrink(c) == 0, "shrink");
 	CHECK(!uslab_cache_stats(c, &after), "stats");
 	CHECK(after.active_objs == before.active_objs, "every cache object back: %lu vs %lu",
 	      after.active_objs, before.active_objs);

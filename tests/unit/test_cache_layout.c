@@ -107,23 +107,28 @@ static void test_layout_rules(void)
 		unsigned int want;  /* AUTO's choice */
 		unsigned int valid; /* bit per layout that can serve */
 	} t[] = {
-		/* rule 3: small objects keep their free pointer (the array would cost memory) */
+		/* rule 4: small objects keep their free pointer (the array would cost memory) */
 		{ 8, 0, 0, false, LF, 1 << LF | 1 << LN | 1 << LX },
 		{ 64, 0, 0, false, LF, 1 << LF | 1 << LN | 1 << LX },
 		{ 100, 0, 0, false, LF, 1 << LF | 1 << LN | 1 << LX },
 		{ 100, 0, USLAB_HWCACHE_ALIGN, false, LF, 1 << LF | 1 << LN | 1 << LX },
-		/* rule 1: the array fits in one object */
+		/* rule 2: the array fits in one object, OFFSLAB's would cost over 1% */
 		{ 128, 0, 0, false, LO, 1 << LF | 1 << LO | 1 << LN | 1 << LX },
-		{ 256, 0, 0, false, LO, 1 << LF | 1 << LO | 1 << LN | 1 << LX },
-		{ 1000, 0, 0, false, LO, 1 << LF | 1 << LO | 1 << LN | 1 << LX },
-		{ 4096, 0, 0, false, LO, 1 << LF | 1 << LO | 1 << LN | 1 << LX },
-		{ 100, 4096, 0, false, LO, 1 << LF | 1 << LO | 1 << LN | 1 << LX },
-		/* rule 2: a constructor, the array fits in the leftover */
-		{ 1000, 0, 0, true, LN, 1 << LF | 1 << LN | 1 << LX },
-		/* rule 4: least memory; the seed's off-slab case (8 x 4 KiB, no leftover) */
+		{ 192, 0, 0, false, LO, 1 << LF | 1 << LO | 1 << LN | 1 << LX },
+		/* rule 1: OFFSLAB within 1% of the slab (64 + 64 bytes of 16 KiB) */
+		{ 256, 0, 0, false, LX, 1 << LF | 1 << LO | 1 << LN | 1 << LX },
+		{ 1000, 0, 0, false, LX, 1 << LF | 1 << LO | 1 << LN | 1 << LX },
+		{ 4096, 0, 0, false, LX, 1 << LF | 1 << LO | 1 << LN | 1 << LX },
+		{ 100, 4096, 0, false, LX, 1 << LF | 1 << LO | 1 << LN | 1 << LX },
+		{ 1000, 0, 0, true, LX, 1 << LF | 1 << LN | 1 << LX },
+		/* the seed's off-slab case: 8 x 4 KiB with a constructor, no leftover */
 		{ 4096, 0, 0, true, LX, 1 << LF | 1 << LN | 1 << LX },
 		{ 256, 0, 0, true, LX, 1 << LF | 1 << LN | 1 << LX },
 		{ 256, 0, USLAB_TYPESAFE_BY_RCU, false, LX, 1 << LF | 1 << LN | 1 << LX },
+		/* rule 3: a constructor, the array fits in the leftover, OFFSLAB over 1% */
+		{ 200, 0, 0, true, LN, 1 << LF | 1 << LN | 1 << LX },
+		/* rule 5: a constructor, least memory */
+		{ 96, 0, 0, true, LX, 1 << LF | 1 << LN | 1 << LX },
 	};
 	unsigned int cpus = usl_opt.nr_cpus;
 
@@ -157,13 +162,13 @@ static void test_layout_rules(void)
 		      "size %zu align %zu flags %#x ctor %d: AUTO %s, want %s", t[i].size,
 		      t[i].align, t[i].flags, t[i].ctor, uslab_layout_name(st[0].layout),
 		      uslab_layout_name(t[i].want));
-		/* Rule 4 picked the least slab memory per object among those valid. */
-		if (t[i].ctor || t[i].flags & USLAB_TYPESAFE_BY_RCU) {
+		/* Rules 1 and 5 pick the least slab memory per object among those valid. */
+		if ((t[i].ctor || t[i].flags & USLAB_TYPESAFE_BY_RCU) && t[i].want != LN) {
 			double best = (double)(st[0].pagesperslab * 4096ul + st[0].meta_bytes) /
 				      st[0].objperslab;
 
 			for (unsigned int l = 1; l < USLAB_LAYOUT_NR; l++) {
-				if (valid & (1u << l) && t[i].want != LN)
+				if (valid & (1u << l))
 					CHECK(best <= (double)(st[l].pagesperslab * 4096ul +
 							       st[l].meta_bytes) /
 							      st[l].objperslab,
