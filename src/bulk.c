@@ -200,10 +200,14 @@ static void free_any(size_t n, void **objs)
 			else if (sheaf_cache_of(objs[j]) != c)
 				break;
 		}
-		if (c)
-			free_to_cache(c, j - i, objs + i);
-		else
+		if (c) {
+			/* As the cache's own bulk free: into main without a lock when it fits. */
+			uslab_cache_free_bulk(c, j - i, objs + i);
+		} else {
+			objs_poison(objs + i, j - i);
 			cache_free_objects(NULL, objs + i, j - i, usl_opt.lookahead);
+			gp_kick();
+		}
 		i = j;
 	}
 }
@@ -212,11 +216,12 @@ void uslab_priv_free_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 {
 	if (!n || !objs)
 		return;
-	objs_poison(objs, n);
-	if (c)
-		free_to_cache(c, n, objs);
-	else
+	if (!c) {
 		free_any(n, objs);
+		return;
+	}
+	objs_poison(objs, n);
+	free_to_cache(c, n, objs);
 	gp_kick();
 }
 
