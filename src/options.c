@@ -65,8 +65,8 @@ static const struct option_row {
 	  "slab layout of every cache created with AUTO, where it can serve (auto, "
 	  "freeptr, objfreelist, onslab, offslab)",
 	  usl_layout_names },
-	{ "USLAB_COLOUR", &usl_opt.colour, 1, 0, 1,
-	  "slab colouring: offset the first object from slab to slab (0: off)", NULL },
+	{ "USLAB_COLOUR", &usl_opt.colour, 0, 0, 1,
+	  "slab colouring: offset the first object from slab to slab (1: on)", NULL },
 };
 
 /* @s as the index of one of @names; -1 if it is none of them. */

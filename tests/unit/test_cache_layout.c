@@ -224,6 +224,12 @@ static void test_layout_rules(void)
 /* Colours: offsets in cache lines (or the objects' natural alignment) within the leftover. */
 static void test_colour(void)
 {
+	struct uslab_cache *off = uslab_cache_create("colour-off", 1000, NULL, 0);
+
+	CHECK(usl_opt.colour == 0 && off->colours == 1, "off by default (USLAB_COLOUR=0)");
+	uslab_cache_destroy(off);
+	usl_opt.colour = 1;
+
 	/* 1000 B in 16 KiB: 16 objects, 384 bytes left: 7 colours of 64 B. */
 	struct uslab_cache *c = uslab_cache_create("colour", 1000, NULL, 0);
 	/* kmalloc-like 1024 B: 16 objects, no leftover: 1 colour. */
@@ -255,6 +261,7 @@ static void test_colour(void)
 	uslab_cache_destroy(c);
 	uslab_cache_destroy(p2);
 	uslab_cache_destroy(k3);
+	usl_opt.colour = 0;
 }
 
 /* Refill takes whole freelists and carves; free_objects restores counts. */
