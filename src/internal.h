@@ -460,7 +460,7 @@ INTERNAL void thread_fork_child(void);
 
 /*
  * Whether @objs[0..n) holds a NULL: four entries per step, branch-free, so
- * a bulk push without holes can be a memcpy (bulk.c, magazine.c).
+ * a bulk push without holes can be a memcpy (magazine.c).
  */
 static inline bool ptrs_any_null(void *const *objs, size_t n)
 {
