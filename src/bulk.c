@@ -238,6 +238,7 @@ static void free_any(size_t n, void **objs)
 
 	while (i < n) {
 		struct uslab_cache *c;
+		uintptr_t mask, base;
 		size_t j;
 
 		if (USLAB_ZERO_OR_NULL_PTR(objs[i])) {
@@ -245,11 +246,17 @@ static void free_any(size_t n, void **objs)
 			continue;
 		}
 		c = sheaf_cache_of(objs[i]);
+		/* Objects of the slab of the last one looked up need no lookup. */
+		mask = c ? ~((PAGE_SIZE << c->order) - 1) : 0;
+		base = c ? (uintptr_t)objs[i] & mask : 1; /* (1: no object matches) */
 		for (j = i + 1; j < n; j++) {
-			if (USLAB_ZERO_OR_NULL_PTR(objs[j]))
+			if (USLAB_ZERO_OR_NULL_PTR(objs[j])) {
 				objs[j] = NULL; /* (a hole in the run: skipped by both paths) */
-			else if (sheaf_cache_of(objs[j]) != c)
-				break;
+			} else if (((uintptr_t)objs[j] & mask) != base) {
+				if (sheaf_cache_of(objs[j]) != c)
+					break;
+				base = c ? (uintptr_t)objs[j] & mask : 1;
+			}
 		}
 		if (c) {
 			/* As the cache's own bulk free: into main without a lock when it fits. */
