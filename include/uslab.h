@@ -346,6 +346,19 @@ USLAB_API USLAB_NO_ACCESS(1) int uslab_owns(const void *p);
  */
 USLAB_API USLAB_NO_ACCESS(1) struct uslab_cache *uslab_cache_of(const void *p);
 
+/**
+ * uslab_failslab_count - allocations made to fail so far by fault
+ * injection: USLAB_FAILSLAB=probability[,interval[,times[,cache]]] in the
+ * environment (doc/tuning.md) makes allocations from the selected caches
+ * (every cache and kmalloc class of the program, or the one named) fail
+ * with ENOMEM, reproducibly for a program that allocates in the same order.
+ *
+ * Context: any thread.
+ * Return: the number of allocation calls failed on purpose (0 without
+ * USLAB_FAILSLAB).
+ */
+USLAB_API unsigned long uslab_failslab_count(void);
+
 #include <uslab/rcu.h>
 #include <uslab/fastpath.h>
 #include <uslab/kmalloc.h>

@@ -160,6 +160,10 @@ size_t uslab_priv_alloc_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 
 	if (!n)
 		return 0;
+	if (unlikely(c->flags & CACHE_FAILSLAB) && failslab_hit()) {
+		errno = ENOMEM;
+		return 0;
+	}
 	if (!c->sheaf_capacity || !(p = pcs_self(c)))
 		goto direct;
 

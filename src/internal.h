@@ -29,8 +29,8 @@
  * public API (<uslab.h>), as any program does.
  *
  * Services any layer may call: debug.c (usl_bug, usl_warn, assertions),
- * options.c (usl_opt), stats.c (counter names), lock.c (the lock and its
- * order check, src/lock.h); and usl_init(), the lazy start-up that the
+ * options.c (usl_opt), failslab.c (fault injection), stats.c (counter
+ * names), lock.c (the lock and its order check, src/lock.h); and usl_init(), the lazy start-up that the
  * first slow path of any layer may trigger (with usl_starting_self()).
  *
  * Exceptions, each the one way a lower layer reaches a higher one:
@@ -247,6 +247,7 @@ struct barn {
 #define CACHE_INTERNAL 0x80000000u /* uslab's own metadata cache */
 #define CACHE_KMALLOC 0x40000000u  /* a kmalloc size class (kmalloc.c) */
 #define CACHE_LARGE 0x20000000u	   /* owns kmalloc's large objects */
+#define CACHE_FAILSLAB 0x10000000u /* USLAB_FAILSLAB selects it (failslab.c) */
 /* Slab order limit of kmalloc classes: every class wastes at most 1/8 of a slab. */
 #define KMALLOC_MAX_ORDER 6
 /* Slab colouring uses at most this many first-object offsets (struct slab.colour). */
@@ -521,6 +522,12 @@ struct uslab_options {
 INTERNAL extern struct uslab_options usl_opt;
 INTERNAL extern const char *const usl_layout_names[USLAB_LAYOUT_NR + 1];
 INTERNAL void options_init(void);
+
+/* --------------------------------------------------------- failslab.c */
+
+INTERNAL int failslab_parse(const char *s);
+INTERNAL bool failslab_selects(const char *name, unsigned int flags);
+INTERNAL bool failslab_hit(void);
 
 /* ------------------------------------------------------------ debug.c */
 

@@ -86,11 +86,18 @@ static bool create_classes(void)
 			ok = false;
 		} else if (__atomic_compare_exchange_n(&classes[i], &none, c, false,
 						       __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-			/* Every class has sheaves: an id > 0 (uslab_priv_pcs_of_id). */
-			USLAB_ASSERT(c->id > 0 &&
-				     c->hot.pcs_off == (size_t)c->id << USLAB_PRIV_PCS_SHIFT);
-			__atomic_store_n(&uslab_priv_kmalloc_ids[i], (unsigned short)c->id,
-					 __ATOMIC_RELEASE);
+			/*
+			 * Every class has sheaves, an id > 0 (uslab_priv_pcs_of_id),
+			 * except those USLAB_FAILSLAB selects: id 0, the pcs entry
+			 * that is always empty, sends the inline paths to the library.
+			 */
+			USLAB_ASSERT((c->flags & CACHE_FAILSLAB) ?
+					     c->id < 0 :
+					     c->id > 0 && c->hot.pcs_off ==
+								  (size_t)c->id
+									  << USLAB_PRIV_PCS_SHIFT);
+			__atomic_store_n(&uslab_priv_kmalloc_ids[i],
+					 (unsigned short)(c->id > 0 ? c->id : 0), __ATOMIC_RELEASE);
 		} else {
 			c->flags &= ~CACHE_KMALLOC; /* nobody saw it: destroy may have it */
 			uslab_cache_destroy(c);

@@ -26,11 +26,14 @@ struct uslab_cache *lifecycle_create(const char *name, size_t size,
 	struct uslab_cache *c;
 	unsigned int cap;
 
+	/* A cache failslab selects has no sheaves: every allocation reaches the library. */
+	if (failslab_selects(name, flags))
+		flags |= CACHE_FAILSLAB;
 	c = cache_new(name, size, args->align, args->ctor, flags, args->min_partial, args->layout);
 	if (!c)
 		return NULL;
 	barn_init(&c->barn, usl_opt.barn_max_full, usl_opt.barn_max_empty);
-	cap = sheaf_capacity_for(c->size, args->sheaf_capacity);
+	cap = flags & CACHE_FAILSLAB ? 0 : sheaf_capacity_for(c->size, args->sheaf_capacity);
 	if (cache_register(c, cap)) {
 		cache_delete(c);
 		errno = ENOSPC;

@@ -67,6 +67,9 @@ static const struct option_row {
 	  usl_layout_names },
 	{ "USLAB_COLOUR", &usl_opt.colour, 0, 0, 1,
 	  "slab colouring: offset the first object from slab to slab (1: on)", NULL },
+	/* No variable: a string of its own, parsed by failslab.c. */
+	{ "USLAB_FAILSLAB", NULL, 0, 0, 0,
+	  "probability[,interval[,times[,cache]]]: allocations fail with ENOMEM (failslab)", NULL },
 };
 
 /* @s as the index of one of @names; -1 if it is none of them. */
@@ -90,9 +93,17 @@ void options_init(void)
 		char *end;
 		unsigned long v;
 
-		*o->var = o->def;
+		if (o->var)
+			*o->var = o->def;
+		else
+			failslab_parse("0");
 		if (!s || !*s)
 			continue;
+		if (!o->var) {
+			if (failslab_parse(s))
+				usl_warn("%s=%s ignored: want %s", o->env, s, o->what);
+			continue;
+		}
 		errno = 0;
 		if (name_index(o->names, s) >= 0) {
 			*o->var = (unsigned int)name_index(o->names, s);

@@ -265,6 +265,10 @@ void *uslab_priv_alloc_slow(struct uslab_cache *c)
 	struct pcs *p;
 	void *obj;
 
+	if (unlikely(c->flags & CACHE_FAILSLAB) && failslab_hit()) {
+		errno = ENOMEM;
+		return NULL;
+	}
 	if (!c->sheaf_capacity || !(p = pcs_self(c)))
 		return cache_alloc_direct(c);
 	thread_lock_self();

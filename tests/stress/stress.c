@@ -22,6 +22,9 @@
  * the next round; the caches live across rounds. Seeds are deterministic:
  * round * THREADS + thread.
  *
+ * With USLAB_FAILSLAB set, an allocation that fails with ENOMEM (injected)
+ * is retried; the accounting below must still hold.
+ *
  * At the end every object is accounted for: after the slot array is freed,
  * uslab_thread_flush() and uslab_cache_shrink(), active_objs and num_slabs
  * are 0 for every cache and every kmalloc class, every cache destroys
@@ -45,6 +48,7 @@ static unsigned int threads = 4, scale = 50, iter = 10;
 static _Atomic(uint64_t *) *transfer;
 static size_t ntransfer;
 static _Atomic unsigned long allocs, frees, cross_frees;
+static bool failslab; /* USLAB_FAILSLAB is set: ENOMEM is retried */
 
 /* Word 0 names the cache and the size; every word depends on the address. */
 static uint64_t word(const void *obj, size_t i)
@@ -78,6 +82,8 @@ static uint64_t *obj_alloc(uint64_t *seed, uintptr_t tid)
 		o = k == MAG_CACHE && mag ? uslab_magazine_alloc(mag) :
 					    uslab_cache_alloc(caches[k]);
 	}
+	if (!o && errno == ENOMEM && failslab)
+		return obj_alloc(seed, tid); /* a failure injected on purpose: again */
 	if (!o) {
 		fprintf(stderr, "FAIL: alloc from cache %zu: errno %d\n", k, errno);
 		exit(1);
@@ -182,7 +188,12 @@ static void *worker(void *arg)
 			size_t k = rnd_next(&seed) % 4, m = 1 + rnd_next(&seed) % 64;
 			void *burst[64];
 
-			if (uslab_cache_alloc_bulk(caches[k], m, burst) != m) {
+			size_t got;
+
+			while ((got = uslab_cache_alloc_bulk(caches[k], m, burst)) == 0 &&
+			       errno == ENOMEM && failslab)
+				; /* injected: all or nothing, so again */
+			if (got != m) {
 				fprintf(stderr, "FAIL: alloc_bulk(%zu): errno %d\n", m, errno);
 				exit(1);
 			}
@@ -253,6 +264,7 @@ int main(int argc, char **argv)
 		scale = (unsigned int)atoi(argv[2]);
 	if (argc > 3)
 		iter = (unsigned int)atoi(argv[3]);
+	failslab = getenv("USLAB_FAILSLAB") != NULL;
 	if (!threads || !scale || !iter) {
 		fprintf(stderr, "usage: %s [THREADS [SCALE [ITER]]]\n", argv[0]);
 		return 2;
@@ -298,6 +310,11 @@ int main(int argc, char **argv)
 		      "cache of %zu bytes: every object back (active %lu, slabs %lu)", sizes[k],
 		      st.active_objs, st.num_slabs);
 		CHECK(uslab_cache_destroy(caches[k]) == 0, "destroy cache of %zu bytes", sizes[k]);
+	}
+	if (failslab) {
+		CHECK(uslab_failslab_count() > 0, "USLAB_FAILSLAB injected failures");
+		printf("failslab: %lu allocations failed on purpose and were retried\n",
+		       uslab_failslab_count());
 	}
 	for (size_t size = 1; size <= USLAB_KMALLOC_MAX_CACHE_SIZE;
 	     size = uslab_kmalloc_class_size(size) + 1) {
