@@ -190,7 +190,10 @@ USLAB_API int uslab_cache_shrink(struct uslab_cache *c);
 
 /**
  * uslab_cache_alloc - allocate one object.
- * @c: the cache.
+ * @c: the cache. NULL, or a cache already destroyed (while its descriptor
+ *     is not reused), stops the program with "uslab: BUG -: allocation of
+ *     a NULL cache" (or "... of a destroyed cache"); the same holds for
+ *     every call below that takes a cache.
  *
  * The fast path pops the thread's main sheaf: no lock, no atomic
  * instruction; it is compiled inline into the caller (see
@@ -215,7 +218,8 @@ USLAB_API USLAB_MALLOC_ATTR void *uslab_cache_zalloc(struct uslab_cache *c);
 
 /**
  * uslab_cache_free - free one object.
- * @c:   the cache @obj was allocated from.
+ * @c:   the cache @obj was allocated from; or NULL: the object's own cache
+ *       is found from its address, as kfree() does.
  * @obj: the object, or NULL (nothing is done).
  *
  * Any thread may free an object, whichever thread allocated it. The fast
@@ -233,7 +237,7 @@ USLAB_API void uslab_cache_free(struct uslab_cache *c, void *obj);
  * uslab_cache_alloc_bulk - allocate @n objects at once.
  * @c: the cache.
  * @n: objects wanted, any number.
- * @p: an array of at least @n entries.
+ * @p: an array of at least @n entries (NULL: 0 is returned, errno EINVAL).
  *
  * All or nothing, like kmem_cache_alloc_bulk() and rte_mempool_get_bulk():
  * either every entry of p[0..n) holds a new object, or no object was taken
@@ -244,7 +248,8 @@ USLAB_API void uslab_cache_free(struct uslab_cache *c, void *obj);
  * Context: any thread.
  * Return: @n - p[0..n) filled;
  *         0  - nothing taken: @n was 0, or errno is ENOMEM (the OS refused
- *              memory; the objects taken before the failure were returned).
+ *              memory; the objects taken before the failure were returned),
+ *              or EINVAL (@p NULL).
  */
 USLAB_API size_t uslab_cache_alloc_bulk(struct uslab_cache *c, size_t n, void **p);
 
@@ -254,7 +259,7 @@ USLAB_API size_t uslab_cache_alloc_bulk(struct uslab_cache *c, size_t n, void **
  *     from its address, so one array may mix caches (this is kfree_bulk()).
  * @n: entries in @p.
  * @p: the objects; NULL entries (and USLAB_ZERO_SIZE_PTR) are skipped. Every entry is NULL on return,
- *     so no dangling pointer is left in the caller's array.
+ *     so no dangling pointer is left in the caller's array. NULL: nothing is done.
  *
  * What fits goes into the thread's sheaves; the rest goes straight to the
  * slabs: objects of one slab are linked into a detached freelist inside

@@ -160,6 +160,11 @@ size_t uslab_priv_alloc_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 
 	if (!n)
 		return 0;
+	cache_check_live(c, "bulk allocation");
+	if (unlikely(!objs)) {
+		errno = EINVAL;
+		return 0;
+	}
 	if (unlikely(c->flags & CACHE_FAILSLAB) && failslab_hit()) {
 		errno = ENOMEM;
 		return 0;
@@ -282,6 +287,7 @@ void uslab_priv_free_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 		free_any(n, objs);
 		return;
 	}
+	cache_check_live(c, "bulk free");
 	objs_poison(objs, n);
 	free_to_cache(c, n, objs);
 	gp_kick();
@@ -290,8 +296,11 @@ void uslab_priv_free_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 /* The exported functions: the same as the inline paths, then these. */
 size_t uslab_cache_alloc_bulk(struct uslab_cache *c, size_t n, void **objs)
 {
-	struct pcs *p = pcs_of(c);
+	struct pcs *p;
 
+	if (unlikely(!c || !objs))
+		return uslab_priv_alloc_bulk_slow(c, n, objs); /* reports or EINVAL */
+	p = pcs_of(c);
 	/* n - 1: n == 0 goes to the slow path, which stores nothing. */
 	if (n - 1 < (size_t)(p->hot.top - p->hot.bottom)) {
 		take_main(p, n, objs);

@@ -368,6 +368,7 @@ static int cache_setup(struct uslab_cache *c, const char *name, size_t size, siz
 							   default_min_partial(c->size);
 	c->id = -1;
 	c->hot.pcs_off = 0;
+	c->magic = CACHE_MAGIC_LIVE;
 	ulock_setup(&c->node.lock, LOCK_NODE);
 	list_init(&c->node.partial);
 	return 0;
@@ -956,7 +957,23 @@ struct uslab_cache *cache_new(const char *name, size_t size, size_t align, void 
 void cache_delete(struct uslab_cache *c)
 {
 	USLAB_ASSERT(!c->node.nr_slabs && !c->nr_deferred);
+	c->magic = CACHE_MAGIC_DEAD;
 	cache_free_direct(&cache_cache, c);
+}
+
+/*
+ * cache_check_live - stop the program when @c, passed to @call, is NULL
+ * or not a live cache (destroyed, or not a cache at all). A destroyed
+ * descriptor keeps reading CACHE_MAGIC_DEAD (or zeros, or an index array)
+ * until a new cache reuses it; a handle then names that cache.
+ */
+NO_SANITIZE_ADDRESS void cache_check_live(const struct uslab_cache *c, const char *call)
+{
+	/* (A destroyed descriptor is a free object: ASan would stop at the read.) */
+	if (unlikely(!c))
+		usl_bug(NULL, NULL, "%s of a NULL cache", call);
+	if (unlikely(c->magic != CACHE_MAGIC_LIVE))
+		usl_bug(NULL, c, "%s of a destroyed cache (or not a cache)", call);
 }
 
 /*

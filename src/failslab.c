@@ -102,6 +102,5 @@ unsigned long uslab_failslab_count(void)
 {
 	uint64_t f = __atomic_load_n(&fs.failures, __ATOMIC_RELAXED);
 
-	return fs.times >= 0 && f > (uint64_t)fs.times ? (unsigned long)fs.times :
-							 (unsigned long)f;
+	return fs.times >= 0 && f > (uint64_t)fs.times ? (unsigned long)fs.times : (unsigned long)f;
 }

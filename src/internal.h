@@ -254,9 +254,14 @@ struct barn {
 #define SLAB_MAX_COLOURS 16
 #define CACHE_PUBLIC_FLAGS (USLAB_HWCACHE_ALIGN | USLAB_TYPESAFE_BY_RCU)
 
+/* struct uslab_cache.magic: a live cache, and one destroyed (cache_delete). */
+#define CACHE_MAGIC_LIVE 0x424c5355u /* "USLB" */
+#define CACHE_MAGIC_DEAD 0xdeadc0deu
+
 struct uslab_cache {
 	/* Read by the fast path: one line, written only at creation. */
 	struct uslab_priv_cache hot; /* pcs_off: this cache's pcs in a table */
+	unsigned int magic;	     /* CACHE_MAGIC_LIVE while the cache exists */
 	unsigned int flags;
 	unsigned int object_size; /* size asked for */
 	unsigned int size;	  /* stride between objects */
@@ -303,6 +308,7 @@ INTERNAL struct uslab_cache *cache_new(const char *name, size_t size, size_t ali
 				       void (*ctor)(void *), unsigned int flags,
 				       unsigned int min_partial, unsigned int layout);
 INTERNAL void cache_delete(struct uslab_cache *c);
+INTERNAL void cache_check_live(const struct uslab_cache *c, const char *call);
 INTERNAL int cache_register(struct uslab_cache *c, unsigned int sheaf_capacity);
 INTERNAL void cache_unregister_locked(struct uslab_cache *c);
 INTERNAL unsigned long cache_release_all(struct uslab_cache *c);

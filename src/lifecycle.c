@@ -68,6 +68,7 @@ int uslab_cache_destroy(struct uslab_cache *c)
 
 	if (!c)
 		return 0;
+	cache_check_live(c, "destroy");
 	if (c->flags & (CACHE_KMALLOC | CACHE_INTERNAL | CACHE_LARGE)) {
 		usl_warn("cache %s belongs to uslab, not destroyed", c->name);
 		return -EPERM;
@@ -104,6 +105,7 @@ int uslab_cache_shrink(struct uslab_cache *c)
 {
 	if (!c)
 		return -EINVAL;
+	cache_check_live(c, "shrink");
 	if (c->sheaf_capacity) {
 		pcs_flush_self(c);
 		barn_drain(c);
@@ -142,6 +144,7 @@ int uslab_cache_stats(const struct uslab_cache *c, struct uslab_cache_stats *st)
 
 	if (!c || !st)
 		return -EINVAL;
+	cache_check_live(c, "stats");
 	memset(st, 0, sizeof(*st));
 	st->objsize = c->size;
 	st->objperslab = c->objects;

@@ -265,6 +265,7 @@ void *uslab_priv_alloc_slow(struct uslab_cache *c)
 	struct pcs *p;
 	void *obj;
 
+	cache_check_live(c, "allocation");
 	if (unlikely(c->flags & CACHE_FAILSLAB) && failslab_hit()) {
 		errno = ENOMEM;
 		return NULL;
@@ -289,6 +290,16 @@ void uslab_priv_free_slow(struct uslab_cache *c, void *obj)
 {
 	struct pcs *p;
 
+	if (!c) {
+		/* Documented: the object's own cache, as kfree() finds it. */
+		c = uslab_cache_of(obj);
+		if (c)
+			uslab_cache_free(c, obj); /* main may have room: the fast path first */
+		else
+			cache_free_objects(NULL, &obj, 1, 0); /* large, or not uslab's: reported */
+		return;
+	}
+	cache_check_live(c, "free");
 	obj_poison(c, obj);
 	if (!c->sheaf_capacity || !(p = pcs_self(c))) {
 		cache_free_objects(c, &obj, 1, 0);
@@ -385,9 +396,13 @@ void pcs_flush_self(struct uslab_cache *c)
  */
 void *uslab_cache_alloc(struct uslab_cache *c)
 {
-	struct pcs *p = pcs_of(c);
-	void **top = p->hot.top;
+	struct pcs *p;
+	void **top;
 
+	if (unlikely(!c))
+		return uslab_priv_alloc_slow(c); /* reports it */
+	p = pcs_of(c);
+	top = p->hot.top;
 	if (unlikely(top == p->hot.bottom))
 		return uslab_priv_alloc_slow(c);
 	p->hot.top = --top;
@@ -395,14 +410,20 @@ void *uslab_cache_alloc(struct uslab_cache *c)
 	return *top;
 }
 
-/* ~11 instructions, two branches (NULL, full), no lock, no atomic. */
+/* ~12 instructions, three branches (NULL object, NULL cache, full), no lock, no atomic. */
 void uslab_cache_free(struct uslab_cache *c, void *obj)
 {
-	struct pcs *p = pcs_of(c);
-	void **top = p->hot.top;
+	struct pcs *p;
+	void **top;
 
 	if (unlikely(!obj))
 		return;
+	if (unlikely(!c)) {
+		uslab_priv_free_slow(c, obj);
+		return;
+	}
+	p = pcs_of(c);
+	top = p->hot.top;
 	if (unlikely(top == p->hot.limit)) {
 		uslab_priv_free_slow(c, obj);
 		return;

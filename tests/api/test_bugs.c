@@ -2,7 +2,8 @@
 /*
  * test_bugs.c - tier-1 hardening: misuse that would corrupt memory is
  * caught when the objects reach their slab and reported in one line,
- * "uslab: BUG <cache>: <what> at <address>", before abort().
+ * "uslab: BUG <cache>: <what> at <address>", before abort(); so is the
+ * misuse of a cache handle (NULL, destroyed), at the call.
  */
 #include <uslab.h>
 
@@ -92,8 +93,95 @@ static void test_reports(void)
 	uslab_cache_destroy(other);
 }
 
+/* Misuse of the cache handle itself: contained, with a report, never a crash or a hang. */
+static void null_cache_alloc(void *arg)
+{
+	(void)arg;
+	uslab_cache_alloc(NULL);
+}
+
+static void null_cache_bulk(void *arg)
+{
+	void *p[4];
+
+	(void)arg;
+	uslab_cache_alloc_bulk(NULL, 4, p);
+}
+
+static void destroy_twice(void *arg)
+{
+	struct uslab_cache *c = uslab_cache_create("twice", 64, NULL, 0);
+
+	(void)arg;
+	uslab_cache_destroy(c);
+	uslab_cache_destroy(c);
+}
+
+static void use_after_destroy(void *arg)
+{
+	struct uslab_cache *c = uslab_cache_create("gone", 64, NULL, 0);
+
+	(void)arg;
+	uslab_cache_free(c, uslab_cache_alloc(c));
+	uslab_cache_destroy(c);
+	uslab_cache_alloc(c);
+}
+
+static void stats_after_destroy(void *arg)
+{
+	struct uslab_cache *c = uslab_cache_create("gone", 64, NULL, 0);
+	struct uslab_cache_stats st;
+
+	(void)arg;
+	uslab_cache_destroy(c);
+	uslab_cache_stats(c, &st);
+}
+
+static void test_handles(void)
+{
+	struct uslab_cache *c = uslab_cache_create("handles", 64, NULL, 0);
+	void *p, *q;
+
+	CHECK(expect_death(null_cache_alloc, NULL, "uslab: BUG -: allocation of a NULL cache"),
+	      "alloc from NULL");
+	CHECK(expect_death(null_cache_bulk, NULL, "uslab: BUG -: bulk allocation of a NULL cache"),
+	      "bulk alloc from NULL");
+	CHECK(expect_death(destroy_twice, NULL,
+			   "uslab: BUG -: destroy of a destroyed cache (or not a cache) at 0x"),
+	      "double destroy");
+#ifdef __SANITIZE_ADDRESS__
+	{
+		/* The fast path reads the freed descriptor first: ASan's report. */
+		char buf[8192];
+		int st = run_child(use_after_destroy, NULL, buf, sizeof(buf));
+
+		CHECK(st != -1 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0) &&
+			      strstr(buf, "AddressSanitizer: use-after-poison"),
+		      "alloc after destroy: ASan reports it");
+	}
+#else
+	CHECK(expect_death(use_after_destroy, NULL,
+			   "uslab: BUG -: allocation of a destroyed cache (or not a cache)"),
+	      "alloc after destroy");
+#endif
+	CHECK(expect_death(stats_after_destroy, NULL, "uslab: BUG -: stats of a destroyed cache"),
+	      "stats after destroy");
+	/* Documented errors, not bugs. */
+	errno = 0;
+	CHECK(uslab_cache_alloc_bulk(c, 4, NULL) == 0 && errno == EINVAL, "bulk into NULL: EINVAL");
+	uslab_cache_free_bulk(c, 4, NULL); /* nothing */
+	/* A NULL cache in a free means the object's own cache (as kfree). */
+	p = uslab_cache_alloc(c);
+	uslab_cache_free(NULL, p);
+	q = uslab_cache_alloc(c);
+	CHECK(q == p, "freed to its own cache: %p, want %p", q, p);
+	uslab_cache_free(c, q);
+	CHECK(uslab_cache_destroy(c) == 0, "destroy");
+}
+
 int main(void)
 {
 	RUN(test_reports);
+	RUN(test_handles);
 	return 0;
 }

@@ -138,8 +138,8 @@ static void mode_repro(const char *self)
 	CHECK(!strcmp(a, b), "the same calls fail in two runs");
 	for (int i = 0; i < CALLS; i++)
 		ones += a[i] == '1';
-	CHECK(ones > CALLS * 25 / 100 && ones < CALLS * 35 / 100, "about 30%% fail: %d of %d",
-	      ones, CALLS);
+	CHECK(ones > CALLS * 25 / 100 && ones < CALLS * 35 / 100, "about 30%% fail: %d of %d", ones,
+	      CALLS);
 	printf("   %d of %d allocations failed, the same ones in both runs\n", ones, CALLS);
 }
 
