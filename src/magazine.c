@@ -125,9 +125,22 @@ static size_t half(const struct uslab_magazine *m)
 	return m->capacity > 1 ? m->capacity / 2 : 1;
 }
 
+/*
+ * A count above the capacity is possible only if two threads used the
+ * magazine at once (a contract violation): stop before the array overflows.
+ */
+static void check_count(const struct uslab_magazine *m)
+{
+	if (unlikely(m->count > m->capacity))
+		usl_bug(m->cache, m,
+			"magazine count %u above its capacity %u (used by two threads at once?)",
+			m->count, m->capacity);
+}
+
 /* Refill an empty magazine. Return: the new count; 0 if the cache had none. */
 unsigned int uslab_priv_magazine_refill(struct uslab_magazine *m)
 {
+	check_count(m);
 	if (!m->count)
 		push_new(m, m->refill);
 	return m->count;
@@ -136,6 +149,7 @@ unsigned int uslab_priv_magazine_refill(struct uslab_magazine *m)
 /* Give a full magazine's older half back. Return: the new count. */
 unsigned int uslab_priv_magazine_make_room(struct uslab_magazine *m)
 {
+	check_count(m);
 	if (m->count == m->capacity)
 		flush_bottom(m, half(m));
 	return m->count;
@@ -146,6 +160,7 @@ void *uslab_priv_magazine_alloc_slow(struct uslab_magazine *m)
 {
 	void *obj;
 
+	check_count(m);
 	if (!m->count && push_new(m, m->refill)) {
 		/* Not a whole refill to be had: try for one object. */
 		obj = uslab_cache_alloc(m->cache);
@@ -164,7 +179,7 @@ void *uslab_magazine_alloc(struct uslab_magazine *m)
 {
 	void *obj;
 
-	if (unlikely(!m->count))
+	if (unlikely(m->count - 1 >= m->capacity)) /* empty, or reported */
 		return uslab_priv_magazine_alloc_slow(m);
 	obj = m->objs[--m->count];
 	objs_unpoison(m->cache, &obj, 1);
@@ -175,8 +190,8 @@ void uslab_magazine_free(struct uslab_magazine *m, void *obj)
 {
 	if (unlikely(!obj))
 		return;
-	if (unlikely(m->count == m->capacity))
-		flush_bottom(m, half(m));
+	if (unlikely(m->count >= m->capacity))
+		uslab_priv_magazine_make_room(m);
 	objs_poison(&obj, 1);
 	m->objs[m->count++] = obj;
 }

@@ -199,28 +199,6 @@ NO_SANITIZE_ADDRESS void slab_pop_indices(struct uslab_cache *c, struct slab *s,
 		s->freelist = NULL; /* its holder was the last one taken */
 }
 
-/*
- * slab_walk - follow @cnt objects of a freelist of @s from @head into @dst.
- * Return: the rest of the chain (what the last object taken pointed to).
- * A pointer leading out of the slab means the list was corrupted (a write
- * after free, or a double free that slipped through): that is a BUG.
- */
-void *slab_walk(struct uslab_cache *c, struct slab *s, void *head, unsigned int cnt, void **dst)
-{
-	uintptr_t base = (uintptr_t)s->base;
-	size_t span = PAGE_SIZE << c->order;
-	void *obj = head;
-
-	for (unsigned int i = 0; i < cnt; i++) {
-		if (unlikely((uintptr_t)obj - base >= span))
-			usl_bug(c, obj, "freelist corrupted in slab %p (object %u of %u)",
-				(void *)s->base, i, cnt);
-		dst[i] = obj;
-		obj = fp_get(c, obj);
-	}
-	return obj;
-}
-
 /* @off / @c->size by a multiplication; may be one too large (recip rounds up). */
 static inline uint64_t off_index(const struct uslab_cache *c, uint64_t off)
 {
@@ -237,6 +215,28 @@ static inline unsigned int obj_index(const struct uslab_cache *c, const struct s
 	if (unlikely(idx * c->size != off || idx >= s->objects))
 		return UINT32_MAX;
 	return (unsigned int)idx;
+}
+
+/*
+ * slab_walk - follow @cnt objects of a freelist of @s from @head into @dst.
+ * Return: the rest of the chain (what the last object taken pointed to).
+ * A pointer leading out of the slab or off an object boundary means the
+ * list was corrupted (a write after free, or a double free that slipped
+ * through): that is a BUG.
+ */
+void *slab_walk(struct uslab_cache *c, struct slab *s, void *head, unsigned int cnt, void **dst)
+{
+	void *obj = head;
+
+	for (unsigned int i = 0; i < cnt; i++) {
+		/* In the slab and on an object boundary: no interior object handed out. */
+		if (unlikely(obj_index(c, s, obj) == UINT32_MAX))
+			usl_bug(c, obj, "freelist corrupted in slab %p (object %u of %u)",
+				(void *)s->base, i, cnt);
+		dst[i] = obj;
+		obj = fp_get(c, obj);
+	}
+	return obj;
 }
 
 /*

@@ -314,7 +314,8 @@ uslab_magazine_alloc_inline(struct uslab_magazine *m)
 {
 	unsigned int n = m->count;
 
-	if (__builtin_expect(!n, 0)) {
+	/* n - 1 >= capacity: empty, or a count no single owner leaves (reported). */
+	if (__builtin_expect(n - 1 >= m->capacity, 0)) {
 		n = uslab_priv_magazine_refill(m);
 		if (__builtin_expect(!n, 0))
 			return uslab_priv_magazine_alloc_slow(m);
@@ -334,7 +335,7 @@ uslab_magazine_free_inline(struct uslab_magazine *m, void *obj)
 
 	if (__builtin_expect(!obj, 0))
 		return;
-	if (__builtin_expect(n == m->capacity, 0))
+	if (__builtin_expect(n >= m->capacity, 0)) /* >=: see uslab_priv_magazine_make_room */
 		n = uslab_priv_magazine_make_room(m);
 	m->objs[n] = obj;
 	m->count = n + 1;

@@ -6,6 +6,7 @@
  * misuse of a cache handle (NULL, destroyed), at the call.
  */
 #include <uslab.h>
+#include <uslab/magazine.h>
 
 #include "../test.h"
 
@@ -137,6 +138,27 @@ static void stats_after_destroy(void *arg)
 	uslab_cache_stats(c, &st);
 }
 
+/* Two threads on one magazine can leave a count no owner could: reported, no overflow. */
+static void magazine_overfull(void *arg)
+{
+	struct uslab_cache *c = uslab_cache_create("mag", 64, NULL, 0);
+	struct uslab_magazine *m = uslab_magazine_create(c, 16, 0);
+
+	(void)arg;
+	m->count = m->capacity + 3; /* what a lost race between two pushers leaves */
+	uslab_magazine_free(m, uslab_cache_alloc(c));
+}
+
+static void magazine_overfull_alloc(void *arg)
+{
+	struct uslab_cache *c = uslab_cache_create("mag", 64, NULL, 0);
+	struct uslab_magazine *m = uslab_magazine_create(c, 16, 0);
+
+	(void)arg;
+	m->count = m->capacity + 3;
+	uslab_magazine_alloc(m);
+}
+
 static void test_handles(void)
 {
 	struct uslab_cache *c = uslab_cache_create("handles", 64, NULL, 0);
@@ -166,6 +188,12 @@ static void test_handles(void)
 #endif
 	CHECK(expect_death(stats_after_destroy, NULL, "uslab: BUG -: stats of a destroyed cache"),
 	      "stats after destroy");
+	CHECK(expect_death(magazine_overfull, NULL,
+			   "uslab: BUG mag: magazine count 19 above its capacity 16"),
+	      "over-full magazine, free");
+	CHECK(expect_death(magazine_overfull_alloc, NULL,
+			   "uslab: BUG mag: magazine count 19 above its capacity 16"),
+	      "over-full magazine, alloc");
 	/* Documented errors, not bugs. */
 	errno = 0;
 	CHECK(uslab_cache_alloc_bulk(c, 4, NULL) == 0 && errno == EINVAL, "bulk into NULL: EINVAL");

@@ -244,6 +244,19 @@ static void double_push(void *arg)
 	slab_push_indices(c, s, &df);
 }
 
+/* A free pointer overwritten to point inside an object: the walk stops there. */
+static void interior_free_pointer(void *arg)
+{
+	struct slab *s = new_slab(cache);
+	void *objs[2], *out[2];
+
+	(void)arg;
+	slab_carve(cache, s, objs, 2);
+	asan_unpoison(objs[0], cache->size);
+	fp_set(cache, objs[0], (char *)objs[1] + 8);
+	slab_walk(cache, s, objs[0], 2, out);
+}
+
 static void test_index_checks(void)
 {
 	struct uslab_cache_args args = { .layout = USLAB_LAYOUT_OBJFREELIST };
@@ -251,6 +264,8 @@ static void test_index_checks(void)
 	bad_cache = uslab_cache_create("idx-bad", 256, &args, 0);
 	CHECK(expect_death(corrupt_holder, NULL, "index array of slab"), "corrupted index");
 	CHECK(expect_death(double_push, NULL, "double free"), "double push");
+	CHECK(expect_death(interior_free_pointer, NULL, "freelist corrupted in slab"),
+	      "FREEPTR: a free pointer off an object boundary");
 	uslab_cache_destroy(bad_cache);
 }
 
