@@ -300,6 +300,8 @@ void uslab_priv_free_slow(struct uslab_cache *c, void *obj)
 		return;
 	}
 	cache_check_live(c, "free");
+	/* At the call: in a live slab of this very cache, on an object boundary. */
+	slab_of_object(c, obj);
 	obj_poison(c, obj);
 	if (!c->sheaf_capacity || !(p = pcs_self(c))) {
 		cache_free_objects(c, &obj, 1, 0);

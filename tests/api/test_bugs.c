@@ -159,6 +159,29 @@ static void magazine_overfull_alloc(void *arg)
 	uslab_magazine_alloc(m);
 }
 
+/* A free that reaches the library's slow path is checked at the call (no shrink here). */
+static void foreign_at_call(void *arg)
+{
+	static char not_ours[64] __attribute__((aligned(64)));
+	struct uslab_cache_args a = { .sheaf_capacity = 1 }; /* every free is a slow one */
+	struct uslab_cache *c = uslab_cache_create("direct", 64, &a, 0);
+
+	(void)arg;
+	uslab_cache_free(c, not_ours);
+	_exit(0); /* not reached: no later shrink or flush reports it */
+}
+
+static void wrong_cache_at_call(void *arg)
+{
+	struct uslab_cache_args a = { .sheaf_capacity = 1 };
+	struct uslab_cache *c = uslab_cache_create("direct", 64, &a, 0);
+	struct uslab_cache *d = uslab_cache_create("elsewhere", 64, NULL, 0);
+
+	(void)arg;
+	uslab_cache_free(c, uslab_cache_alloc(d));
+	_exit(0);
+}
+
 static void test_handles(void)
 {
 	struct uslab_cache *c = uslab_cache_create("handles", 64, NULL, 0);
@@ -194,6 +217,12 @@ static void test_handles(void)
 	CHECK(expect_death(magazine_overfull_alloc, NULL,
 			   "uslab: BUG mag: magazine count 19 above its capacity 16"),
 	      "over-full magazine, alloc");
+	CHECK(expect_death(foreign_at_call, NULL,
+			   "uslab: BUG direct: free of a pointer uslab did not hand out"),
+	      "foreign pointer, at the call");
+	CHECK(expect_death(wrong_cache_at_call, NULL,
+			   "uslab: BUG direct: object of cache elsewhere freed to this cache"),
+	      "wrong cache, at the call");
 	/* Documented errors, not bugs. */
 	errno = 0;
 	CHECK(uslab_cache_alloc_bulk(c, 4, NULL) == 0 && errno == EINVAL, "bulk into NULL: EINVAL");
