@@ -352,6 +352,26 @@ USLAB_API USLAB_NO_ACCESS(1) int uslab_owns(const void *p);
 USLAB_API USLAB_NO_ACCESS(1) struct uslab_cache *uslab_cache_of(const void *p);
 
 /**
+ * uslab_cache_validate - check a cache's free objects and counters (the
+ * kernel's /sys/kernel/slab/<cache>/validate).
+ * @c: the cache.
+ *
+ * Checks the objects in the calling thread's sheaves and in the barn (each
+ * an object of @c, on an object boundary, held once), every partial slab's
+ * freelist (each free object handed out before, listed once, not also in a
+ * sheaf: a double free), and the node's counters. Each problem found is
+ * one line on stderr, "uslab: validate <cache>: <what>". Other threads'
+ * sheaves are not looked at (uslab_thread_flush() on those threads first).
+ * Nothing is repaired and the program goes on.
+ *
+ * Context: any thread; the cache's node lock is held while its slabs are
+ * walked (the walk is as long as the cache's free objects).
+ * Return: the number of problems found (0: sound); -EINVAL - @c is NULL.
+ * A destroyed cache stops the program ("uslab: BUG").
+ */
+USLAB_API long uslab_cache_validate(struct uslab_cache *c);
+
+/**
  * uslab_failslab_count - allocations made to fail so far by fault
  * injection: USLAB_FAILSLAB=probability[,interval[,times[,cache]]] in the
  * environment (doc/tuning.md) makes allocations from the selected caches

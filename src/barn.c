@@ -154,6 +154,24 @@ void barn_drain(struct uslab_cache *c)
 	}
 }
 
+/*
+ * barn_gather - copy the objects of the barn's full sheaves into @dst (at
+ * most @max; validate). Return: how many there are (may exceed @max).
+ */
+size_t barn_gather(struct barn *b, void **dst, size_t max)
+{
+	size_t n = 0;
+
+	ulock_lock(&b->lock);
+	for (struct sheaf *sh = b->full; sh; sh = sh->next) {
+		for (uint32_t i = 0; i < sh->size; i++, n++)
+			if (n < max)
+				dst[n] = sh->objs[i];
+	}
+	ulock_unlock(&b->lock);
+	return n;
+}
+
 void barn_counts(struct barn *b, unsigned long *full, unsigned long *empty)
 {
 	ulock_lock(&b->lock);

@@ -836,6 +836,112 @@ void cache_add_events(struct uslab_cache *c, const uint64_t *ev)
 #endif
 }
 
+/* Whether @obj is among @held[0..n), sorted by address. */
+static bool held_has(void *const *held, size_t n, const void *obj)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (held[mid] == obj)
+			return true;
+		if ((uintptr_t)held[mid] < (uintptr_t)obj)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+/* One problem found by validate: a line on stderr, counted. */
+#define bad(c, fmt, ...) (usl_warn("validate %s: " fmt, (c)->name, __VA_ARGS__), errors++)
+
+/*
+ * The free objects of partial slab @s, checked: each in the used range on
+ * an object boundary, listed once, not also in a sheaf (@held, sorted).
+ * @seen: a bitmap of c->objects bits, cleared here. Return: errors found.
+ */
+static unsigned long validate_slab(struct uslab_cache *c, struct slab *s, uint64_t *seen,
+				   void *const *held, size_t nheld)
+{
+	char *first = slab_first_object(c, s);
+	unsigned long errors = 0;
+	void *obj = s->freelist;
+
+	memset(seen, 0, ALIGN_UP((unsigned int)s->objects, 64u) / 8);
+	for (unsigned int i = 0; i < s->nfree; i++) {
+		unsigned int idx;
+
+		if (c->layout == USLAB_LAYOUT_FREEPTR) {
+			idx = slab_object_index(c, s, obj);
+		} else {
+			idx = slab_index_at(c, s, i);
+			obj = first + (size_t)idx * c->size;
+		}
+		if (idx >= s->bump) {
+			bad(c,
+			    "slab %p: free object %u of %u is %p, not one of its objects handed out",
+			    (void *)s->base, i, s->nfree, obj);
+			break; /* a broken chain cannot be followed */
+		}
+		if (seen[idx / 64] & (1ull << (idx % 64))) {
+			bad(c, "slab %p: object %p is free twice (double free)", (void *)s->base,
+			    obj);
+			break; /* (a FREEPTR chain loops here) */
+		}
+		seen[idx / 64] |= 1ull << (idx % 64);
+		if (held_has(held, nheld, obj))
+			bad(c, "object %p is free in slab %p and in a sheaf (double free)", obj,
+			    (void *)s->base);
+		if (c->layout == USLAB_LAYOUT_FREEPTR)
+			obj = fp_get(c, obj);
+	}
+	if (c->layout == USLAB_LAYOUT_FREEPTR && !errors && obj)
+		bad(c, "slab %p: freelist longer than its count %u", (void *)s->base, s->nfree);
+	return errors;
+}
+
+/*
+ * cache_validate_node - check every partial slab's freelist and counts and
+ * the node's counters, under the node lock; @held (sorted) are the objects
+ * the caller found in sheaves. Each problem is one line on stderr.
+ * Return: the number found.
+ */
+unsigned long cache_validate_node(struct uslab_cache *c, void *const *held, size_t nheld)
+{
+	size_t bytes = ALIGN_UP(ALIGN_UP((size_t)c->objects, 64) / 8, PAGE_SIZE);
+	uint64_t *seen = os_mmap(bytes);
+	unsigned long errors = 0, partial = 0, empty = 0, nfree = 0;
+	struct node *n = &c->node;
+	struct slab *s;
+
+	if (!seen) {
+		usl_warn("validate %s: no memory for the check", c->name);
+		return 1;
+	}
+	ulock_lock(&n->lock);
+	list_for_each_entry(s, &n->partial, list) {
+		if (s->state != SLAB_PARTIAL || s->cache != c || s->objects != c->objects ||
+		    s->nfree > s->bump || s->bump > s->objects) {
+			bad(c, "slab %p: state %u, counts %u <= %u <= %u broken", (void *)s->base,
+			    (unsigned int)s->state, s->nfree, s->bump, (unsigned int)s->objects);
+			continue;
+		}
+		errors += validate_slab(c, s, seen, held, nheld);
+		partial++;
+		empty += s->nfree == s->bump;
+		nfree += s->nfree + (s->objects - s->bump);
+	}
+	if (partial != n->nr_partial || empty != n->nr_empty || nfree != n->nr_free ||
+	    n->nr_partial > n->nr_slabs)
+		bad(c, "node counters: %lu partial (%lu counted), %lu empty (%lu), %lu free (%lu)",
+		    n->nr_partial, partial, n->nr_empty, empty, n->nr_free, nfree);
+	ulock_unlock(&n->lock);
+	os_munmap(seen, bytes);
+	return errors;
+}
+
 /* The node's part of uslab_cache_stats(): slab counts and its events. */
 void cache_node_stats(struct uslab_cache *c, struct uslab_cache_stats *st)
 {

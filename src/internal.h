@@ -214,6 +214,11 @@ INTERNAL unsigned int slab_carve(struct uslab_cache *c, struct slab *s, void **d
 INTERNAL void *slab_walk(struct uslab_cache *c, struct slab *s, void *head, unsigned int cnt,
 			 void **dst);
 INTERNAL struct slab *slab_of_object(struct uslab_cache *c, const void *obj);
+INTERNAL struct slab *slab_check_object(struct uslab_cache *c, const void *obj, const char **what);
+INTERNAL unsigned int slab_object_index(const struct uslab_cache *c, const struct slab *s,
+					const void *obj);
+INTERNAL unsigned int slab_index_at(const struct uslab_cache *c, const struct slab *s,
+				    unsigned int i);
 INTERNAL void *slab_object_at(const struct slab *s, const void *p);
 INTERNAL size_t build_detached_freelist(struct uslab_cache *c, size_t n, void **p, size_t start,
 					unsigned int lookahead, struct detached_freelist *df);
@@ -309,6 +314,7 @@ INTERNAL struct uslab_cache *cache_new(const char *name, size_t size, size_t ali
 				       unsigned int min_partial, unsigned int layout);
 INTERNAL void cache_delete(struct uslab_cache *c);
 INTERNAL void cache_check_live(const struct uslab_cache *c, const char *call);
+INTERNAL unsigned long cache_validate_node(struct uslab_cache *c, void *const *held, size_t nheld);
 INTERNAL int cache_register(struct uslab_cache *c, unsigned int sheaf_capacity);
 INTERNAL void cache_unregister_locked(struct uslab_cache *c);
 INTERNAL unsigned long cache_release_all(struct uslab_cache *c);
@@ -399,6 +405,7 @@ INTERNAL bool barn_put_empty(struct barn *b, struct sheaf *empty);
 INTERNAL bool barn_put_full(struct barn *b, struct sheaf *full);
 INTERNAL void barn_drain(struct uslab_cache *c);
 INTERNAL void barn_counts(struct barn *b, unsigned long *full, unsigned long *empty);
+INTERNAL size_t barn_gather(struct barn *b, void **dst, size_t max);
 
 /* ---------------------------------------------------- pcs.c, thread.c */
 
@@ -448,6 +455,7 @@ INTERNAL bool pcs_refill_main(struct uslab_cache *c, struct pcs *p, bool from_sl
 INTERNAL bool pcs_make_room(struct uslab_cache *c, struct pcs *p, bool may_flush);
 INTERNAL void pcs_drain(struct pcs *p);
 INTERNAL void pcs_flush_self(struct uslab_cache *c);
+INTERNAL size_t pcs_gather_self(struct uslab_cache *c, void **dst, size_t max);
 INTERNAL void pcs_stat(struct pcs *p, enum uslab_stat_item item, uint64_t n);
 INTERNAL void pcs_events_sum(const struct pcs *p, uint64_t *ev);
 

@@ -12,6 +12,7 @@
  * and the locks below it in the order of src/lock.h; destroy may wait for
  * a grace period.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -114,6 +115,65 @@ int uslab_cache_shrink(struct uslab_cache *c)
 	os_purge();
 	gp_kick();
 	return 0;
+}
+
+static int cmp_ptr(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t) * (void *const *)a, y = (uintptr_t) * (void *const *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * uslab_cache_validate - the kernel's /sys/kernel/slab/<cache>/validate:
+ * the objects in the calling thread's sheaves and the barn are checked
+ * (each an object of @c, held once), then every partial slab's freelist
+ * and the node's counters (cache_validate_node()).
+ */
+long uslab_cache_validate(struct uslab_cache *c)
+{
+	unsigned long errors = 0;
+	size_t n, cap = 0, bytes = 0;
+	void **held = NULL;
+
+	if (!c)
+		return -EINVAL;
+	cache_check_live(c, "validate");
+	/* The sheaves' objects, sorted (gathered again if they grew meanwhile). */
+	for (;;) {
+		n = pcs_gather_self(c, held, cap);
+		n += barn_gather(&c->barn, held ? held + (n < cap ? n : cap) : NULL,
+				 n < cap ? cap - n : 0);
+		if (n <= cap)
+			break;
+		if (held)
+			os_munmap(held, bytes);
+		cap = n + 64;
+		bytes = ALIGN_UP(cap * sizeof(void *), PAGE_SIZE);
+		held = os_mmap(bytes);
+		if (!held) {
+			usl_warn("validate %s: no memory for the check", c->name);
+			return 1;
+		}
+	}
+	if (n)
+		qsort(held, n, sizeof(void *), cmp_ptr);
+	for (size_t i = 0; i < n; i++) {
+		const char *what;
+
+		if (!slab_check_object(c, held[i], &what)) {
+			usl_warn("validate %s: a sheaf holds %s: %p", c->name, what, held[i]);
+			errors++;
+		} else if (i && held[i] == held[i - 1]) {
+			usl_warn("validate %s: object %p is in sheaves twice (double free)",
+				 c->name, held[i]);
+			errors++;
+		}
+	}
+	errors += cache_validate_node(c, held, n);
+	if (held)
+		os_munmap(held, bytes);
+	return (long)errors;
 }
 
 const char *uslab_layout_name(unsigned int layout)

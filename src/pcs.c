@@ -380,6 +380,31 @@ void pcs_drain(struct pcs *p)
 }
 
 /* Drain the calling thread's sheaves of @c. */
+/*
+ * pcs_gather_self - copy the objects in the calling thread's sheaves of @c
+ * into @dst (at most @max; validate). Return: how many there are.
+ */
+size_t pcs_gather_self(struct uslab_cache *c, void **dst, size_t max)
+{
+	struct pcs *p;
+	size_t n = 0;
+
+	if (!c->sheaf_capacity || !thread_started())
+		return 0;
+	thread_lock_self();
+	p = pcs_of(c);
+	for (void **o = p->hot.bottom; o && o < p->hot.top; o++, n++)
+		if (n < max)
+			dst[n] = *o;
+	if (p->spare) {
+		for (uint32_t i = 0; i < p->spare->size; i++, n++)
+			if (n < max)
+				dst[n] = p->spare->objs[i];
+	}
+	thread_unlock_self();
+	return n;
+}
+
 void pcs_flush_self(struct uslab_cache *c)
 {
 	if (!thread_started())

@@ -152,6 +152,14 @@ void slab_prefetch_push(const struct uslab_cache *c, const struct slab *s)
 		__builtin_prefetch((char *)s->freelist + s->nfree * c->idx_size, 1);
 }
 
+/* The @i-th entry of @s's index stack (validate: no check, no ASan report). */
+NO_SANITIZE_ADDRESS unsigned int slab_index_at(const struct uslab_cache *c, const struct slab *s,
+					       unsigned int i)
+{
+	return c->idx_size == 1 ? ((const uint8_t *)s->freelist)[i] :
+				  ((const uint16_t *)s->freelist)[i];
+}
+
 /* A corrupted index array: an index beyond the slab (a write after free). */
 static __attribute__((noreturn, noinline)) void bad_index(struct uslab_cache *c,
 							  const struct slab *s, unsigned int idx)
@@ -257,6 +265,33 @@ void *slab_object_at(const struct slab *s, const void *p)
 	if (idx * c->size > off)
 		idx--;
 	return idx < s->objects ? first + idx * c->size : NULL;
+}
+
+/*
+ * slab_check_object - slab_of_object() without stopping: the slab of @obj,
+ * or NULL with *@what saying why it is not an object of @c.
+ */
+struct slab *slab_check_object(struct uslab_cache *c, const void *obj, const char **what)
+{
+	struct slab *s = os_slab_lookup(obj);
+
+	*what = NULL;
+	if (!s)
+		*what = "a pointer uslab did not hand out";
+	else if (s->cache != c)
+		*what = "an object of another cache";
+	else if (obj_index(c, s, obj) == UINT32_MAX)
+		*what = "a pointer inside an object";
+	return *what ? NULL : s;
+}
+
+/*
+ * slab_object_index - the index of @obj in @s, UINT32_MAX when it is not
+ * on an object boundary of @s (validate).
+ */
+unsigned int slab_object_index(const struct uslab_cache *c, const struct slab *s, const void *obj)
+{
+	return obj_index(c, s, obj);
 }
 
 /*

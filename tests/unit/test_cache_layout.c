@@ -264,6 +264,73 @@ static void test_colour(void)
 	usl_opt.colour = 0;
 }
 
+/*
+ * uslab_cache_validate: 0 on a sound cache of every layout; a corrupted
+ * free pointer, a corrupted index array and an object both free in its
+ * slab and in a sheaf are each found, reported and counted, never followed
+ * out of the slab.
+ */
+static void test_validate(void)
+{
+	for (unsigned int l = USLAB_LAYOUT_FREEPTR; l < USLAB_LAYOUT_NR; l++) {
+		struct uslab_cache_args a = { .layout = l, .min_partial = 100 };
+		struct uslab_cache *c = uslab_cache_create("validate", 256, &a, 0);
+		enum { N = 2000 };
+		void **p = calloc(N, sizeof(void *));
+
+		for (int i = 0; i < N; i++)
+			p[i] = uslab_cache_alloc(c);
+		for (int i = 0; i < N; i += 3)
+			uslab_cache_free(c, p[(i * 7) % N]), p[(i * 7) % N] = NULL;
+		CHECK(uslab_cache_validate(c) == 0, "%s: sound with objects in sheaves",
+		      uslab_layout_name(l));
+		uslab_cache_shrink(c); /* this thread's sheaves and the barn to the slabs */
+		CHECK(uslab_cache_validate(c) == 0, "%s: sound after shrink", uslab_layout_name(l));
+		for (int i = 0; i < N; i++)
+			uslab_cache_free(c, p[i]);
+		free(p);
+		uslab_cache_destroy(c);
+	}
+	CHECK(uslab_cache_validate(NULL) == -EINVAL, "NULL: -EINVAL");
+
+	/* A free object's free pointer overwritten (FREEPTR): reported, not followed. */
+	struct uslab_cache_args fa = { .layout = USLAB_LAYOUT_FREEPTR,
+				       .sheaf_capacity = 1,
+				       .min_partial = 100 };
+	struct uslab_cache *c = uslab_cache_create("validate-fp", 256, &fa, 0);
+	char *x = uslab_cache_alloc(c), *y = uslab_cache_alloc(c);
+
+	uslab_cache_alloc(c); /* the slab stays partial */
+	uslab_cache_free(c, x);
+	uslab_cache_free(c, y);
+	asan_unpoison(y, c->size);
+	memset(y, 0x41, c->size); /* a write after free over its free pointer */
+	CHECK(uslab_cache_validate(c) >= 1, "corrupted free pointer found");
+
+	/* An index array overwritten (OBJFREELIST: the holder is a free object). */
+	struct uslab_cache_args oa = { .layout = USLAB_LAYOUT_OBJFREELIST,
+				       .sheaf_capacity = 1,
+				       .min_partial = 100 };
+	struct uslab_cache *o = uslab_cache_create("validate-idx", 256, &oa, 0);
+	char *h = uslab_cache_alloc(o);
+
+	uslab_cache_alloc(o);
+	uslab_cache_free(o, h); /* h holds the array now */
+	asan_unpoison(h, o->size);
+	memset(h, 0xff, o->size);
+	CHECK(uslab_cache_validate(o) >= 1, "corrupted index array found");
+
+	/* An object free in its slab and in a sheaf: a double free not yet flushed. */
+	struct uslab_cache *d = uslab_cache_create("validate-df", 256, NULL, 0);
+	void *q = uslab_cache_alloc(d), *keep = uslab_cache_alloc(d);
+
+	asan_poison(q, d->size);
+	cache_free_objects(d, &(void *){ q }, 1, 0); /* to the slab */
+	uslab_cache_free(d, q);			     /* and to the sheaf */
+	CHECK(uslab_cache_validate(d) == 1, "double free across sheaf and slab found");
+	(void)keep;
+}
+
 /* Refill takes whole freelists and carves; free_objects restores counts. */
 static void test_refill_and_free(void)
 {
@@ -309,6 +376,7 @@ int main(void)
 	RUN(test_layout);
 	RUN(test_layout_rules);
 	RUN(test_colour);
+	RUN(test_validate);
 	RUN(test_refill_and_free);
 	return 0;
 }
