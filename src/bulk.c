@@ -38,11 +38,15 @@ static void count(unsigned long *calls, unsigned long *objs, size_t n)
 }
 
 /*
- * Copy @n pointers, four at a time: below 64 of them this beat memcpy's
- * call (bulk-uslab test01: n = 34 0.88x, 48 0.96x), above it lost (1.1x).
+ * Copy @src[0..n) to @dst four at a time, branch-free; with @move, clear
+ * @src as well and tell whether a NULL was among them (nonzero if so).
+ * Below 64 pointers this beat memcpy's call (bulk-uslab test01: n = 34
+ * 0.88x, 48 0.96x); above it lost (1.1x), so take_main() keeps memcpy there.
  */
-static inline void copy_ptrs(void **dst, void *const *src, size_t n)
+static inline __attribute__((always_inline)) unsigned int copy_ptrs(void **dst, void **src,
+								    size_t n, bool move)
 {
+	unsigned int z = 0;
 	size_t i = 0;
 
 	for (; i + 4 <= n; i += 4) {
@@ -52,9 +56,19 @@ static inline void copy_ptrs(void **dst, void *const *src, size_t n)
 		dst[i + 1] = b;
 		dst[i + 2] = c;
 		dst[i + 3] = d;
+		if (move) {
+			src[i] = src[i + 1] = src[i + 2] = src[i + 3] = NULL;
+			z |= !a | !b | !c | !d;
+		}
 	}
-	for (; i < n; i++)
+	for (; i < n; i++) {
 		dst[i] = src[i];
+		if (move) {
+			src[i] = NULL;
+			z |= !dst[i];
+		}
+	}
+	return z;
 }
 
 /* Take up to @n objects off main into @objs. Return: how many. */
@@ -68,37 +82,10 @@ static size_t take_main(struct pcs *p, size_t n, void **objs)
 		return 0; /* main may be absent: top is NULL */
 	p->hot.top -= k;
 	if (k < 64)
-		copy_ptrs(objs, p->hot.top, k);
+		copy_ptrs(objs, p->hot.top, k, false);
 	else
 		memcpy(objs, p->hot.top, k * sizeof(void *));
 	return k;
-}
-
-/*
- * Move @src[0..n) to @dst, clearing @src, and say whether a NULL was among
- * them: one pass, branch-free, four at a time. Return: nonzero if so.
- */
-static inline unsigned int move_any_null(void **dst, void **src, size_t n)
-{
-	unsigned int z = 0;
-	size_t i = 0;
-
-	for (; i + 4 <= n; i += 4) {
-		void *a = src[i], *b = src[i + 1], *c = src[i + 2], *d = src[i + 3];
-
-		dst[i] = a;
-		dst[i + 1] = b;
-		dst[i + 2] = c;
-		dst[i + 3] = d;
-		src[i] = src[i + 1] = src[i + 2] = src[i + 3] = NULL;
-		z |= !a | !b | !c | !d;
-	}
-	for (; i < n; i++) {
-		dst[i] = src[i];
-		src[i] = NULL;
-		z |= !dst[i];
-	}
-	return z;
 }
 
 /*
@@ -118,7 +105,7 @@ static size_t push_main(struct pcs *p, size_t n, void **objs)
 
 		if (k > n - i)
 			k = n - i;
-		if (!move_any_null(top, objs + i, k)) {
+		if (!copy_ptrs(top, objs + i, k, true)) {
 			p->hot.top = top + k;
 		} else {
 			for (size_t j = 0; j < k; j++)
