@@ -182,6 +182,17 @@ static void wrong_cache_at_call(void *arg)
 	_exit(0);
 }
 
+/* The library's free (USLAB_NO_INLINE programs) catches an immediate double free at the call. */
+static void double_free_at_call(void *arg)
+{
+	void *p = uslab_cache_alloc(cache);
+
+	(void)arg;
+	(uslab_cache_free)(cache, p); /* the exported function, not the inline one */
+	(uslab_cache_free)(cache, p);
+	_exit(0); /* not reached */
+}
+
 static void test_handles(void)
 {
 	struct uslab_cache *c = uslab_cache_create("handles", 64, NULL, 0);
@@ -223,6 +234,12 @@ static void test_handles(void)
 	CHECK(expect_death(wrong_cache_at_call, NULL,
 			   "uslab: BUG direct: object of cache elsewhere freed to this cache"),
 	      "wrong cache, at the call");
+	cache = uslab_cache_create("victim", 96, NULL, 0);
+	CHECK(expect_death(double_free_at_call, NULL,
+			   "uslab: BUG victim: double free (the object is on top of this "
+			   "thread's sheaf)"),
+	      "immediate double free, at the library's call");
+	uslab_cache_destroy(cache);
 	/* Documented errors, not bugs. */
 	errno = 0;
 	CHECK(uslab_cache_alloc_bulk(c, 4, NULL) == 0 && errno == EINVAL, "bulk into NULL: EINVAL");
