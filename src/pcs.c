@@ -394,7 +394,6 @@ void pcs_drain(struct pcs *p)
 	pcs_check(p);
 }
 
-/* Drain the calling thread's sheaves of @c. */
 /*
  * pcs_gather_self - copy the objects in the calling thread's sheaves of @c
  * into @dst (at most @max; validate). Return: how many there are.
@@ -420,6 +419,7 @@ size_t pcs_gather_self(struct uslab_cache *c, void **dst, size_t max)
 	return n;
 }
 
+/* Drain the calling thread's sheaves of @c. */
 void pcs_flush_self(struct uslab_cache *c)
 {
 	if (!thread_started())
