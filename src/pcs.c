@@ -314,12 +314,12 @@ void uslab_priv_free_slow(struct uslab_cache *c, void *obj)
 		return;
 	}
 	cache_check_live(c, "free");
-	/* At the call: in a live slab of this very cache, on an object boundary. */
-	slab_of_object(c, obj);
 	obj_poison(c, obj);
 	if (!c->sheaf_capacity || !(p = pcs_self(c))) {
-		cache_free_objects(c, &obj, 1, 0);
+		cache_free_objects(c, &obj, 1, 0); /* (checks it on the way to its slab) */
 	} else {
+		/* Into a sheaf: checked here, at the call (in a live slab of this cache, on a boundary). */
+		slab_of_object(c, obj);
 		thread_lock_self();
 		check_top(c, p, obj); /* (main is full: its top is the last freed) */
 		pcs_stat(p, USLAB_STAT_FREE_SLOWPATH, 1);
