@@ -349,22 +349,6 @@ static struct arena *arena_of(const void *p)
 	return __atomic_load_n(&arena_map[a >> ARENA_SHIFT], __ATOMIC_ACQUIRE);
 }
 
-/* DIRTY -> PURGING: @s, of arena @a, leaves its dirty list. Under os_lock. */
-static struct slab *purge_take(struct arena *a, struct slab *s)
-{
-	size_t size = PAGE_SIZE << s->order;
-
-	USLAB_ASSERT(s->state == SLAB_DIRTY && !s->cache);
-	USLAB_ASSERT(dirty_bytes >= size && a->ndirty);
-	list_del(&s->list);
-	dirty_bytes -= size;
-	a->ndirty--;
-	a->npurging++;
-	s->state = SLAB_PURGING;
-	list_add(&s->list, &purging);
-	return s;
-}
-
 /*
  * purge_pick - take up to @max of the oldest dirty slots that are due
  * (freed before @deadline ms, or while more than @keep bytes are retained)
@@ -395,10 +379,19 @@ static unsigned int purge_pick(struct slab **v, unsigned int max, size_t max_byt
 		}
 		if (!oldest || (oldest->freed_ms >= deadline && dirty_bytes <= keep))
 			break;
+		/* DIRTY -> PURGING */
+		USLAB_ASSERT(oldest->state == SLAB_DIRTY && !oldest->cache);
 		size = PAGE_SIZE << oldest->order;
 		a = arena_of(oldest->base);
-		v[n++] = purge_take(a, oldest);
+		USLAB_ASSERT(dirty_bytes >= size && a->ndirty);
+		list_del(&oldest->list);
+		dirty_bytes -= size;
+		a->ndirty--;
+		a->npurging++;
+		oldest->state = SLAB_PURGING;
+		list_add(&oldest->list, &purging);
 		bytes += size;
+		v[n++] = oldest;
 	}
 	return n;
 }
@@ -419,26 +412,8 @@ static unsigned int purge_due(struct slab **v, uint64_t now)
  */
 static void purge_madvise(struct slab *const *v, unsigned int n)
 {
-	char *lo = NULL, *hi = NULL;
-
-	/* Adjacent slabs next to each other in @v go in one call. */
-	for (unsigned int i = 0; i <= n; i++) {
-		char *b = i < n ? v[i]->base : NULL;
-		size_t size = i < n ? PAGE_SIZE << v[i]->order : 0;
-
-		if (b && b == hi) {
-			hi += size;
-			continue;
-		}
-		if (b && b + size == lo) {
-			lo = b;
-			continue;
-		}
-		if (lo)
-			madvise(lo, (size_t)(hi - lo), MADV_DONTNEED);
-		lo = b;
-		hi = b + size;
-	}
+	for (unsigned int i = 0; i < n; i++)
+		madvise(v[i]->base, PAGE_SIZE << v[i]->order, MADV_DONTNEED);
 }
 
 /* Make purged slots free; detach arenas left idle onto *@rel. Under os_lock. */
