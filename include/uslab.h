@@ -49,6 +49,20 @@ extern "C" {
 /* Cache creation flags (values follow the kernel's SLAB_* flags). */
 /** USLAB_HWCACHE_ALIGN - align objects on a cache line (halved for small objects, like SLAB_HWCACHE_ALIGN). */
 #define USLAB_HWCACHE_ALIGN 0x00002000u
+/*
+ * The debug tier (doc/api.md, "Finding bugs"; USLAB_DEBUG turns it on for
+ * caches by name without a rebuild). A cache with any of these flags has
+ * no sheaves: every call, inline ones included, takes the library's
+ * checked path.
+ */
+/** USLAB_CONSISTENCY_CHECKS - F: every free checked at the call (pointer, cache, boundary, state). */
+#define USLAB_CONSISTENCY_CHECKS 0x00000100u
+/** USLAB_RED_ZONE - Z: red zones around every object, checked on free and by validate. */
+#define USLAB_RED_ZONE 0x00000400u
+/** USLAB_POISON - P: free objects poisoned, checked when handed out again. */
+#define USLAB_POISON 0x00000800u
+/** USLAB_STORE_USER - U: caller backtrace, thread and time of each object's last alloc and free. */
+#define USLAB_STORE_USER 0x00010000u
 
 /** USLAB_MAX_OBJECT_SIZE - the largest object a cache may hold (16 MiB). */
 #define USLAB_MAX_OBJECT_SIZE (16ul << 20)
@@ -138,7 +152,12 @@ USLAB_API const char *uslab_layout_name(unsigned int layout);
  *         copied.
  * @size:  object size in bytes, 1..USLAB_MAX_OBJECT_SIZE.
  * @args:  optional arguments, or NULL for all defaults.
- * @flags: 0, or USLAB_HWCACHE_ALIGN and/or USLAB_TYPESAFE_BY_RCU (uslab/rcu.h).
+ * @flags: 0, or any of USLAB_HWCACHE_ALIGN, USLAB_TYPESAFE_BY_RCU
+ *         (uslab/rcu.h) and the debug tier's USLAB_CONSISTENCY_CHECKS,
+ *         USLAB_RED_ZONE, USLAB_POISON, USLAB_STORE_USER (a debug cache
+ *         has no sheaves; USLAB_POISON is ignored in caches with a
+ *         constructor or USLAB_TYPESAFE_BY_RCU, whose free objects the
+ *         allocator may not write).
  *
  * Context: any thread.
  * Return: the new cache; or NULL with errno set:
@@ -226,8 +245,10 @@ USLAB_API USLAB_MALLOC_ATTR void *uslab_cache_zalloc(struct uslab_cache *c);
  * path pushes the thread's main sheaf, inline like uslab_cache_alloc's.
  * Freeing an object to the wrong
  * cache, twice, or a pointer that uslab did not hand out is a bug in the
- * program; uslab detects it when the object reaches its slab and stops
- * the program with "uslab: BUG <cache>: <what> at <address>".
+ * program; uslab stops the program with "uslab: BUG <cache>: <what> at
+ * <address>": at the call in a debug cache (USLAB_DEBUG, doc/api.md), and
+ * in the library's paths (doc/design.md, "What each tier catches"), else
+ * when the object reaches its slab.
  *
  * Context: any thread.
  */
@@ -359,7 +380,9 @@ USLAB_API USLAB_NO_ACCESS(1) struct uslab_cache *uslab_cache_of(const void *p);
  * Checks the objects in the calling thread's sheaves and in the barn (each
  * an object of @c, on an object boundary, held once), every partial slab's
  * freelist (each free object handed out before, listed once, not also in a
- * sheaf: a double free), and the node's counters. Each problem found is
+ * sheaf: a double free), and the node's counters; in a debug cache also
+ * every object's state, red zones (USLAB_RED_ZONE) and the poison of free
+ * objects (USLAB_POISON). Each problem found is
  * one line on stderr, "uslab: validate <cache>: <what>". Other threads'
  * sheaves are not looked at (uslab_thread_flush() on those threads first).
  * Nothing is repaired and the program goes on.
@@ -383,6 +406,21 @@ USLAB_API long uslab_cache_validate(struct uslab_cache *c);
  * USLAB_FAILSLAB).
  */
 USLAB_API unsigned long uslab_failslab_count(void);
+
+/**
+ * uslab_bug_count - problems the debug tier has reported so far.
+ *
+ * With USLAB_ON_BUG=report (doc/tuning.md; the default for debug caches
+ * without USLAB_CONSISTENCY_CHECKS) a problem found in a debug cache is
+ * reported (once per call site and kind) and the program goes on: a bad
+ * free is ignored, a clobbered red zone or poison restored. Each problem
+ * found is counted here, reported or not. Problems found outside the debug
+ * tier stop the program.
+ *
+ * Context: any thread.
+ * Return: the count (0 without the debug tier).
+ */
+USLAB_API unsigned long uslab_bug_count(void);
 
 #include <uslab/rcu.h>
 #include <uslab/fastpath.h>

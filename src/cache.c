@@ -305,6 +305,7 @@ static int cache_setup(struct uslab_cache *c, const char *name, size_t size, siz
 	size_t sz = ALIGN_UP(size, sizeof(void *));
 	size_t a = align > sizeof(void *) ? align : sizeof(void *);
 	bool bound = ctor || (flags & USLAB_TYPESAFE_BY_RCU);
+	unsigned int debug = slab_debug_flags(name, flags, bound);
 	/* kmalloc's large classes need larger slabs to waste little (doc/design.md). */
 	unsigned int max_order = (flags & CACHE_KMALLOC) && usl_opt.max_order < KMALLOC_MAX_ORDER ?
 					 KMALLOC_MAX_ORDER :
@@ -318,6 +319,15 @@ static int cache_setup(struct uslab_cache *c, const char *name, size_t size, siz
 			ralign /= 2;
 		if (ralign > a)
 			a = ralign;
+	}
+	if (debug) {
+		/* Red zones and metadata around every object (slab_debug.c); no byte of a free
+		   object is the allocator's, as with a constructor. */
+		c->debug = debug;
+		c->object_size = (unsigned int)size;
+		c->align = (unsigned int)a;
+		sz = slab_debug_layout(c);
+		bound = true;
 	}
 	/* USLAB_LAYOUT stands for AUTO where it can serve (not in uslab's own caches). */
 	if (layout == USLAB_LAYOUT_AUTO && usl_opt.layout && !(flags & CACHE_INTERNAL) &&
@@ -335,8 +345,8 @@ static int cache_setup(struct uslab_cache *c, const char *name, size_t size, siz
 	c->ctor = ctor;
 	c->object_size = (unsigned int)size;
 	/* FREEPTR: in the middle of the object, or after it (never written). */
-	c->fp_offset =
-		bound ? (unsigned int)sz : (unsigned int)ALIGN_DOWN(size / 2, sizeof(void *));
+	c->fp_offset = bound ? (unsigned int)sz - c->obj_off :
+			       (unsigned int)ALIGN_DOWN(size / 2, sizeof(void *));
 	c->size = g.size;
 	c->align = (unsigned int)a;
 	c->order = g.order;
@@ -371,6 +381,7 @@ static int cache_setup(struct uslab_cache *c, const char *name, size_t size, siz
 	c->magic = CACHE_MAGIC_LIVE;
 	ulock_setup(&c->node.lock, LOCK_NODE);
 	list_init(&c->node.partial);
+	list_init(&c->node.full);
 	return 0;
 }
 
@@ -469,12 +480,26 @@ static void partial_add(struct node *n, struct slab *s, bool tail)
 	USLAB_ASSERT(ulock_held(&n->lock));
 	USLAB_ASSERT(s->state == SLAB_NEW || s->state == SLAB_FULL);
 	USLAB_ASSERT(s->nfree || s->bump < s->objects); /* some object is free */
+	if (s->state == SLAB_FULL && s->cache->debug)
+		list_del(&s->list); /* off the full list */
 	s->state = SLAB_PARTIAL;
 	if (tail)
 		list_add_tail(&s->list, &n->partial);
 	else
 		list_add(&s->list, &n->partial);
 	n->nr_partial++;
+}
+
+/*
+ * NEW or PARTIAL (off its list) -> FULL; a debug cache lists its full
+ * slabs (validate and the leak report walk them). Under the lock.
+ */
+static void full_add(struct node *n, struct slab *s)
+{
+	USLAB_ASSERT(ulock_held(&n->lock) && !s->nfree && s->bump == s->objects);
+	s->state = SLAB_FULL;
+	if (s->cache->debug)
+		list_add(&s->list, &n->full);
 }
 
 /* Take @s, PARTIAL, off the partial list; the caller sets its new state. */
@@ -624,6 +649,25 @@ static void node_put_groups(struct detached_freelist *df, unsigned int nd, struc
 }
 
 /*
+ * The debug tier's check of each object freed to a debug cache (@c, or
+ * with @c NULL each object's own), at the call: one that must not be
+ * freed (reported) is dropped from @p.
+ */
+static void debug_free_objects(struct uslab_cache *c, void **p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct uslab_cache *oc = c;
+
+		if (USLAB_ZERO_OR_NULL_PTR(p[i]))
+			continue;
+		if (!oc)
+			oc = uslab_cache_of(p[i]);
+		if (oc && oc->debug && !slab_debug_free(c, p[i]))
+			p[i] = NULL;
+	}
+}
+
+/*
  * cache_free_objects - return objects to their slabs.
  * @c:         their cache, or NULL when each object names its own.
  * @p:         the objects; every entry is NULL on return, NULL entries
@@ -642,6 +686,9 @@ void cache_free_objects(struct uslab_cache *c, void **p, size_t n, unsigned int 
 	size_t i = 0;
 
 	size_t ahead = 0;
+
+	if (unlikely(__atomic_load_n(&slab_debug_on, __ATOMIC_ACQUIRE)))
+		debug_free_objects(c, p, n);
 
 	while (i < n) {
 		/* Keep the next FREE_AHEAD objects' slab descriptors loading. */
@@ -732,7 +779,7 @@ unsigned int cache_refill(struct uslab_cache *c, void **dst, unsigned int want)
 			if (!s->nfree && s->bump == s->objects) {
 				/* PARTIAL -> FULL */
 				partial_del(n, s);
-				s->state = SLAB_FULL;
+				full_add(n, s);
 			}
 			node_assert_counts(n);
 		}
@@ -774,11 +821,13 @@ unsigned int cache_refill(struct uslab_cache *c, void **dst, unsigned int want)
 			partial_add(n, s, false);
 		} else {
 			/* NEW -> FULL */
-			s->state = SLAB_FULL;
+			full_add(n, s);
 		}
 		node_assert_counts(n);
 		ulock_unlock(&n->lock);
 	}
+	if (unlikely(c->debug) && got)
+		slab_debug_alloc(c, dst, got); /* checked and marked as they are handed out */
 	if (got < want)
 		errno = ENOMEM;
 	return got;
@@ -929,9 +978,14 @@ unsigned long cache_validate_node(struct uslab_cache *c, void *const *held, size
 			continue;
 		}
 		errors += validate_slab(c, s, seen, held, nheld);
+		if (c->debug)
+			errors += slab_debug_check_slab(c, s);
 		partial++;
 		empty += s->nfree == s->bump;
 		nfree += s->nfree + (s->objects - s->bump);
+	}
+	list_for_each_entry(s, &n->full, list) {
+		errors += slab_debug_check_slab(c, s); /* (debug caches only list them) */
 	}
 	if (partial != n->nr_partial || empty != n->nr_empty || nfree != n->nr_free ||
 	    n->nr_partial > n->nr_slabs)
@@ -1139,6 +1193,24 @@ unsigned long cache_release_all(struct uslab_cache *c)
 	ulock_unlock(&n->lock);
 	release_slabs(release);
 	return live;
+}
+
+/* The leak report of a debug cache's destroy: every live object, a line each (up to 100). */
+void cache_list_live(struct uslab_cache *c)
+{
+	struct list_node *lists[2] = { &c->node.partial, &c->node.full };
+	unsigned long budget = 100, live = 0;
+	struct slab *s;
+
+	ulock_lock(&c->node.lock);
+	for (int i = 0; i < 2; i++) {
+		list_for_each_entry(s, lists[i], list) {
+			live += slab_debug_list_live(c, s, &budget);
+		}
+	}
+	ulock_unlock(&c->node.lock);
+	if (live > 100)
+		usl_warn("cache %s: ... and %lu more", c->name, live - 100);
 }
 
 /* ------------------------------------------------------------ fork */

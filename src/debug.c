@@ -7,10 +7,19 @@
  *
  * Warnings (a cache destroyed with live objects, a bad tunable) are one
  * line on stderr and the program goes on.
+ *
+ * The debug tier (slab_debug.c) reports the same first line, then its
+ * details (usl_report, usl_report_line), then usl_report_end() decides:
+ * USLAB_ON_BUG=abort stops the program, =report lets it go on and reports
+ * each call site and kind once (every problem is counted:
+ * uslab_bug_count()); unset, caches with USLAB_CONSISTENCY_CHECKS abort and
+ * the others report.
  */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -56,4 +65,162 @@ void usl_warn(const char *fmt, ...)
 		len = (int)sizeof(buf) - 2;
 	buf[len++] = '\n';
 	write_line(buf, len);
+}
+
+/* ------------------------------------------------------- debug tier */
+
+/* USLAB_DEBUG: the letters' flags and the caches named (none: every cache). */
+static unsigned int env_flags;
+static char env_names[256];
+
+static unsigned int letter_flag(char l)
+{
+	switch (l) {
+	case 'F':
+	case 'f':
+		return USLAB_CONSISTENCY_CHECKS;
+	case 'Z':
+	case 'z':
+		return USLAB_RED_ZONE;
+	case 'P':
+	case 'p':
+		return USLAB_POISON;
+	case 'U':
+	case 'u':
+		return USLAB_STORE_USER;
+	}
+	return 0;
+}
+
+/*
+ * debug_parse - read USLAB_DEBUG (options.c): letters of F, Z, P, U (or
+ * "1" for all four, "-" or "0" for none), then optionally ",name,name...".
+ * NULL resets to none. Return: 0, or -EINVAL (nothing selected).
+ */
+int debug_parse(const char *s)
+{
+	unsigned int flags = 0;
+	const char *p = s;
+
+	env_flags = 0;
+	env_names[0] = 0;
+	if (!s)
+		return 0;
+	if (*p == '1') {
+		flags = DEBUG_FLAGS;
+		p++;
+	} else if (*p == '-' || *p == '0') {
+		p++;
+	} else {
+		for (; *p && *p != ','; p++) {
+			if (!letter_flag(*p))
+				return -EINVAL;
+			flags |= letter_flag(*p);
+		}
+	}
+	if (*p && *p != ',')
+		return -EINVAL;
+	if (*p == ',') {
+		if (strlen(p) + 2 > sizeof(env_names))
+			return -EINVAL;
+		/* ",a,b" -> ",a,b," so a name matches as ",name,". */
+		strcpy(env_names, p);
+		strcat(env_names, ",");
+	}
+	env_flags = flags;
+	return 0;
+}
+
+/* The debug flags USLAB_DEBUG gives the cache @name (0: none). */
+unsigned int debug_selects(const char *name)
+{
+	char key[USLAB_NAME_MAX + 3];
+
+	if (!env_flags)
+		return 0;
+	snprintf(key, sizeof(key), ",%s,", name);
+	return !env_names[0] || strstr(env_names, key) ? env_flags : 0;
+}
+
+static unsigned long bug_count;
+
+/* Sites already reported (report mode): a small open-addressed set. */
+#define SITES 1024
+static uintptr_t sites[SITES];
+
+/* Whether (@site, @key) is new; it is remembered. Lock-free (CAS). */
+static bool site_new(const void *site, const void *key)
+{
+	uintptr_t k = ((uintptr_t)site * 31) ^ (uintptr_t)key;
+	size_t h = (size_t)((k * 0x9e3779b97f4a7c15ull) >> 54);
+
+	if (!k)
+		k = 1;
+	for (size_t i = 0; i < SITES; i++) {
+		uintptr_t *slot = &sites[(h + i) % SITES];
+		uintptr_t cur = __atomic_load_n(slot, __ATOMIC_RELAXED);
+
+		if (cur == k)
+			return false;
+		if (!cur && __atomic_compare_exchange_n(slot, &cur, k, false, __ATOMIC_RELAXED,
+							__ATOMIC_RELAXED))
+			return true;
+		if (cur == k)
+			return false;
+	}
+	return false; /* the set is full: report no more */
+}
+
+bool usl_report(const struct uslab_cache *c, const void *addr, const void *site, const void *key,
+		const char *fmt, ...)
+{
+	char buf[512];
+	int len;
+	va_list ap;
+
+	__atomic_add_fetch(&bug_count, 1, __ATOMIC_RELAXED);
+	if (usl_opt.on_bug == ON_BUG_REPORT ||
+	    (usl_opt.on_bug == ON_BUG_DEFAULT && c && !(c->debug & USLAB_CONSISTENCY_CHECKS))) {
+		if (!site_new(site, key))
+			return false;
+	}
+	len = snprintf(buf, sizeof(buf), "uslab: BUG %s: ", c ? c->name : "-");
+	va_start(ap, fmt);
+	len += vsnprintf(buf + len, sizeof(buf) - (size_t)len, fmt, ap);
+	va_end(ap);
+	if (len < (int)sizeof(buf))
+		len += snprintf(buf + len, sizeof(buf) - (size_t)len, " at %p\n", addr);
+	if (len >= (int)sizeof(buf)) {
+		len = (int)sizeof(buf);
+		buf[len - 1] = '\n';
+	}
+	write_line(buf, len);
+	return true;
+}
+
+void usl_report_line(const char *fmt, ...)
+{
+	char buf[512];
+	int len;
+	va_list ap;
+
+	va_start(ap, fmt);
+	len = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
+	va_end(ap);
+	if (len >= (int)sizeof(buf) - 1)
+		len = (int)sizeof(buf) - 2;
+	buf[len++] = '\n';
+	write_line(buf, len);
+}
+
+void usl_report_end(const struct uslab_cache *c)
+{
+	if (usl_opt.on_bug == ON_BUG_ABORT ||
+	    (usl_opt.on_bug == ON_BUG_DEFAULT && (!c || (c->debug & USLAB_CONSISTENCY_CHECKS))))
+		abort();
+}
+
+unsigned long uslab_bug_count(void)
+{
+	return __atomic_load_n(&bug_count, __ATOMIC_RELAXED);
 }

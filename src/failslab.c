@@ -47,14 +47,16 @@ static bool field(const char **s, long min, long max, long *v)
 }
 
 /*
- * failslab_parse - read USLAB_FAILSLAB (options.c calls it at start-up).
- * Return: 0, or -EINVAL when @s does not parse (failslab stays off).
+ * failslab_parse - read USLAB_FAILSLAB (options.c calls it at start-up);
+ * NULL: off. Return: 0, or -EINVAL when @s does not parse.
  */
 int failslab_parse(const char *s)
 {
 	long prob, interval = 1, times = -1;
 
 	memset(&fs, 0, sizeof(fs));
+	if (!s)
+		return 0;
 	if (!field(&s, 0, 100, &prob) || (*s && !field(&s, 1, 1l << 30, &interval)) ||
 	    (*s && !field(&s, -1, 1l << 30, &times)) || strlen(s) > USLAB_NAME_MAX)
 		return -EINVAL;

@@ -8,6 +8,9 @@
  *
  *   1  os         os.c        arenas, the address registry, memory to the OS
  *   2  slab       slab.c      one slab: free pointers, carving, freelists
+ *      debug      slab_debug.c the debug tier: per-object state, red
+ *                             zones, poison, tracks (slab.c and
+ *                             slab_debug.c are one layer)
  *   3  cache      cache.c     struct uslab_cache: layout, node partial list,
  *                             refill and flush in batches, list of caches
  *   4  gp         gp.c        grace-period engine: the monitor thread,
@@ -223,12 +226,29 @@ INTERNAL void *slab_object_at(const struct slab *s, const void *p);
 INTERNAL size_t build_detached_freelist(struct uslab_cache *c, size_t n, void **p, size_t start,
 					unsigned int lookahead, struct detached_freelist *df);
 
+/* ------------------------------------------------------- slab_debug.c */
+
+INTERNAL extern bool slab_debug_on; /* some cache is in the debug tier */
+INTERNAL unsigned int slab_debug_flags(const char *name, unsigned int flags, bool bound);
+INTERNAL size_t slab_debug_layout(struct uslab_cache *c);
+INTERNAL void slab_debug_setup_slab(struct uslab_cache *c, struct slab *s);
+INTERNAL void slab_debug_alloc(struct uslab_cache *c, void **objs, size_t n);
+INTERNAL bool slab_debug_free(struct uslab_cache *c, void *obj);
+INTERNAL bool slab_debug_free_rcu(void *obj);
+INTERNAL void slab_debug_rcu_done(void *const *objs, size_t n);
+INTERNAL void slab_debug_set_size(struct uslab_cache *c, void *obj, size_t size);
+INTERNAL size_t slab_debug_size(const struct uslab_cache *c, const void *obj);
+INTERNAL unsigned long slab_debug_check_slab(struct uslab_cache *c, struct slab *s);
+INTERNAL unsigned long slab_debug_list_live(struct uslab_cache *c, struct slab *s,
+					    unsigned long *budget);
+
 /* ------------------------------------------------------------ cache.c */
 
 /* The node: a cache's slab lists (one node: the machine is not NUMA). */
 struct node {
 	struct ulock lock;
 	struct list_node partial; /* PARTIAL slabs (struct slab.list) */
+	struct list_node full;	  /* debug caches: FULL slabs (struct slab.list) */
 	unsigned long nr_partial; /* slabs on the partial list */
 	unsigned long nr_empty;	  /* of those, slabs with no object in use */
 	unsigned long nr_slabs;	  /* slabs owned */
@@ -257,7 +277,9 @@ struct barn {
 #define KMALLOC_MAX_ORDER 6
 /* Slab colouring uses at most this many first-object offsets (struct slab.colour). */
 #define SLAB_MAX_COLOURS 16
-#define CACHE_PUBLIC_FLAGS (USLAB_HWCACHE_ALIGN | USLAB_TYPESAFE_BY_RCU)
+/* The debug tier's flags (slab_debug.c). */
+#define DEBUG_FLAGS (USLAB_CONSISTENCY_CHECKS | USLAB_RED_ZONE | USLAB_POISON | USLAB_STORE_USER)
+#define CACHE_PUBLIC_FLAGS (USLAB_HWCACHE_ALIGN | USLAB_TYPESAFE_BY_RCU | DEBUG_FLAGS)
 
 /* struct uslab_cache.magic: a live cache, and one destroyed (cache_delete). */
 #define CACHE_MAGIC_LIVE 0x424c5355u /* "USLB" */
@@ -281,6 +303,9 @@ struct uslab_cache {
 	unsigned int colour_off;     /* bytes between two colours */
 	unsigned int meta_off;	     /* ONSLAB: the array's offset in a slab */
 	unsigned int meta_bytes;     /* uslab_cache_stats.meta_bytes */
+	unsigned int debug;	     /* DEBUG_FLAGS in force (slab_debug.c), 0: none */
+	unsigned int obj_off;	     /* debug: an object's offset in its slot (left red zone) */
+	unsigned int dbg_off;	     /* debug: struct obj_debug at object + dbg_off */
 	struct uslab_cache *offslab; /* OFFSLAB: the cache of the arrays */
 	unsigned int sheaf_capacity; /* 0: no sheaves */
 	unsigned int min_partial;
@@ -318,6 +343,7 @@ INTERNAL unsigned long cache_validate_node(struct uslab_cache *c, void *const *h
 INTERNAL int cache_register(struct uslab_cache *c, unsigned int sheaf_capacity);
 INTERNAL void cache_unregister_locked(struct uslab_cache *c);
 INTERNAL unsigned long cache_release_all(struct uslab_cache *c);
+INTERNAL void cache_list_live(struct uslab_cache *c);
 INTERNAL void cache_add_events(struct uslab_cache *c, const uint64_t *ev);
 INTERNAL void cache_node_stats(struct uslab_cache *c, struct uslab_cache_stats *st);
 INTERNAL struct slab *cache_large_alloc(size_t size, size_t align, bool *zeroed);
@@ -530,11 +556,14 @@ struct uslab_options {
 	unsigned int rcu_max_inflight; /* USLAB_RCU_MAX_INFLIGHT */
 	unsigned int layout;	       /* USLAB_LAYOUT */
 	unsigned int colour;	       /* USLAB_COLOUR */
+	unsigned int on_bug;	       /* USLAB_ON_BUG: enum on_bug */
 	unsigned int nr_cpus;
 };
 
 INTERNAL extern struct uslab_options usl_opt;
 INTERNAL extern const char *const usl_layout_names[USLAB_LAYOUT_NR + 1];
+enum on_bug { ON_BUG_DEFAULT, ON_BUG_ABORT, ON_BUG_REPORT };
+INTERNAL extern const char *const usl_on_bug_names[];
 INTERNAL void options_init(void);
 
 /* --------------------------------------------------------- failslab.c */
@@ -548,6 +577,14 @@ INTERNAL bool failslab_hit(void);
 INTERNAL __attribute__((noreturn, format(printf, 3, 4))) void
 usl_bug(const struct uslab_cache *c, const void *addr, const char *fmt, ...);
 INTERNAL __attribute__((format(printf, 1, 2))) void usl_warn(const char *fmt, ...);
+INTERNAL __attribute__((format(printf, 5, 6))) bool usl_report(const struct uslab_cache *c,
+							       const void *addr, const void *site,
+							       const void *key, const char *fmt,
+							       ...);
+INTERNAL __attribute__((format(printf, 1, 2))) void usl_report_line(const char *fmt, ...);
+INTERNAL void usl_report_end(const struct uslab_cache *c);
+INTERNAL int debug_parse(const char *s);
+INTERNAL unsigned int debug_selects(const char *name);
 
 #ifdef USLAB_PRIV_ASAN /* <uslab/fastpath.h> detects sanitizers */
 #define USLAB_ASAN 1
@@ -563,11 +600,14 @@ INTERNAL __attribute__((format(printf, 1, 2))) void usl_warn(const char *fmt, ..
 #define asan_unpoison(p, n) ((void)(p), (void)(n))
 #define NO_SANITIZE_ADDRESS
 #endif
-/* A free object is poisoned, except in TYPESAFE_BY_RCU caches: RCU readers may read it. */
-#define obj_poison(c, obj)                                 \
-	do {                                               \
-		if (!((c)->flags & USLAB_TYPESAFE_BY_RCU)) \
-			asan_poison((obj), (c)->size);     \
+/*
+ * A free object is poisoned, except in TYPESAFE_BY_RCU caches (RCU readers
+ * may read it) and in debug caches (the debug tier checks them itself).
+ */
+#define obj_poison(c, obj)                                                \
+	do {                                                              \
+		if (!((c)->flags & USLAB_TYPESAFE_BY_RCU) && !(c)->debug) \
+			asan_poison((obj), (c)->size);                    \
 	} while (0)
 
 /*

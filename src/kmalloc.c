@@ -88,10 +88,11 @@ static bool create_classes(void)
 						       __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 			/*
 			 * Every class has sheaves, an id > 0 (uslab_priv_pcs_of_id),
-			 * except those USLAB_FAILSLAB selects: id 0, the pcs entry
-			 * that is always empty, sends the inline paths to the library.
+			 * except those USLAB_FAILSLAB or USLAB_DEBUG select: id 0,
+			 * the pcs entry that is always empty, sends the inline
+			 * paths to the library.
 			 */
-			USLAB_ASSERT((c->flags & CACHE_FAILSLAB) ?
+			USLAB_ASSERT(!c->sheaf_capacity ?
 					     c->id < 0 :
 					     c->id > 0 && c->hot.pcs_off ==
 								  (size_t)c->id
@@ -219,6 +220,19 @@ static struct slab *object_slab(const void *p, const char *what)
 /* ------------------------------------------------------------- alloc */
 
 /*
+ * An object of class @c for a request of @size bytes: in the debug tier
+ * the bytes past @size are red zone (slab_debug.c).
+ */
+static inline void *class_alloc(struct uslab_cache *c, size_t size)
+{
+	void *p = uslab_cache_alloc(c);
+
+	if (unlikely(c->debug) && p)
+		slab_debug_set_size(c, p, size);
+	return p;
+}
+
+/*
  * A request that missed the inline path: the first one (classes not yet
  * created), an empty sheaf, a large or 0-byte request.
  */
@@ -229,7 +243,7 @@ void *uslab_priv_kmalloc_slow(size_t size)
 			return boot_alloc(size, 8);
 		if (!classes_init())
 			return NULL;
-		return uslab_cache_alloc(class_of(size));
+		return class_alloc(class_of(size), size);
 	}
 	if (!size)
 		return USLAB_ZERO_SIZE_PTR;
@@ -242,7 +256,7 @@ void *uslab_kmalloc(size_t size)
 {
 	if (likely(size - 1 < USLAB_KMALLOC_MAX_CACHE_SIZE &&
 		   __atomic_load_n(&classes_ready, __ATOMIC_ACQUIRE)))
-		return uslab_cache_alloc(class_of(size));
+		return class_alloc(class_of(size), size);
 	return uslab_priv_kmalloc_slow(size);
 }
 
@@ -335,7 +349,10 @@ size_t uslab_ksize(const void *p)
 	if (unlikely(in_boot_heap(p)))
 		return boot_size(p);
 	s = object_slab(p, "ksize");
-	return s->cache->flags & CACHE_LARGE ? s->large_size : s->cache->object_size;
+	if (s->cache->flags & CACHE_LARGE)
+		return s->large_size;
+	/* A debug class: the bytes asked for (beyond them is red zone). */
+	return unlikely(s->cache->debug) ? slab_debug_size(s->cache, p) : s->cache->object_size;
 }
 
 void uslab_kfree_sensitive(const void *p)
@@ -392,11 +409,20 @@ void *uslab_krealloc(const void *p, size_t size)
 				return (void *)p;
 			old = s->large_size;
 		} else {
-			old = s->cache->object_size;
+			struct uslab_cache *c = s->cache;
+
+			old = c->object_size;
 			/* Its class still fits (any object of another cache: it fits). */
-			if (size <= old && (!(s->cache->flags & CACHE_KMALLOC) ||
-					    uslab_kmalloc_class_size(size) == old))
+			if (size <= old && (!(c->flags & CACHE_KMALLOC) ||
+					    uslab_kmalloc_class_size(size) == old)) {
+				if (unlikely(c->debug) && (c->flags & CACHE_KMALLOC))
+					slab_debug_set_size(c, (void *)p,
+							    size); /* red zone moves */
 				return (void *)p;
+			}
+			if (unlikely(c->debug))
+				old = slab_debug_size(c,
+						      p); /* (only those bytes are the caller's) */
 		}
 	}
 	q = uslab_kmalloc(size);

@@ -27,14 +27,19 @@ struct uslab_cache *lifecycle_create(const char *name, size_t size,
 	struct uslab_cache *c;
 	unsigned int cap;
 
-	/* A cache failslab selects has no sheaves: every allocation reaches the library. */
+	/*
+	 * A cache failslab selects, or in the debug tier, has no sheaves:
+	 * every allocation and free reaches the library's checked paths.
+	 */
 	if (failslab_selects(name, flags))
 		flags |= CACHE_FAILSLAB;
 	c = cache_new(name, size, args->align, args->ctor, flags, args->min_partial, args->layout);
 	if (!c)
 		return NULL;
 	barn_init(&c->barn, usl_opt.barn_max_full, usl_opt.barn_max_empty);
-	cap = flags & CACHE_FAILSLAB ? 0 : sheaf_capacity_for(c->size, args->sheaf_capacity);
+	cap = (flags & CACHE_FAILSLAB) || c->debug ?
+		      0 :
+		      sheaf_capacity_for(c->size, args->sheaf_capacity);
 	if (cache_register(c, cap)) {
 		cache_delete(c);
 		errno = ENOSPC;
@@ -83,6 +88,8 @@ int uslab_cache_destroy(struct uslab_cache *c)
 	if (live) {
 		ulock_unlock(&caches_lock);
 		usl_warn("cache %s: %lu objects still allocated, not destroyed", c->name, live);
+		if (c->debug)
+			cache_list_live(c); /* each, with its allocation's caller (U) */
 		return -EBUSY;
 	}
 	cache_unregister_locked(c);

@@ -23,6 +23,13 @@
  * Under AddressSanitizer the inline paths are off and the exported ones
  * below poison every object resting in a magazine and unpoison it when it
  * is handed out, so a use after uslab_magazine_free() is reported.
+ *
+ * A magazine of a debug cache (slab_debug.c) caches nothing: its capacity
+ * reads 0, so every inline call reaches the functions below, which pass
+ * each free straight to the cache (checked at the call) and each
+ * allocation to the cache, or to the reserve uslab_magazine_fill() and
+ * _prefill() put in (objects allocated from the cache, array size in
+ * reserved0).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -61,7 +68,23 @@ struct uslab_magazine *uslab_magazine_create(struct uslab_cache *c, unsigned int
 	m->cache = c;
 	m->capacity = capacity;
 	m->refill = refill;
+	if (c->debug) {
+		m->capacity = 0; /* every call reaches the library, which passes it through */
+		m->reserved0 = capacity;
+	}
 	return m;
+}
+
+/* Whether @m passes its calls through to a debug cache (see the top of the file). */
+static inline bool mag_debug(const struct uslab_magazine *m)
+{
+	return unlikely(!m->capacity);
+}
+
+/* Objects @m's array can hold. */
+static inline unsigned int mag_size(const struct uslab_magazine *m)
+{
+	return mag_debug(m) ? m->reserved0 : m->capacity;
 }
 
 /* Allocate @n objects onto the top of @m with one bulk call; 0 or -ENOMEM. */
@@ -79,7 +102,7 @@ static int push_new(struct uslab_magazine *m, size_t n)
 
 int uslab_magazine_fill(struct uslab_magazine *m, unsigned int n)
 {
-	if (!m || n > m->capacity)
+	if (!m || n > mag_size(m))
 		return -EINVAL;
 	return m->count >= n ? 0 : push_new(m, n - m->count);
 }
@@ -131,17 +154,17 @@ static size_t half(const struct uslab_magazine *m)
  */
 static void check_count(const struct uslab_magazine *m)
 {
-	if (unlikely(m->count > m->capacity))
+	if (unlikely(m->count > mag_size(m)))
 		usl_bug(m->cache, m,
 			"magazine count %u above its capacity %u (used by two threads at once?)",
-			m->count, m->capacity);
+			m->count, mag_size(m));
 }
 
 /* Refill an empty magazine. Return: the new count; 0 if the cache had none. */
 unsigned int uslab_priv_magazine_refill(struct uslab_magazine *m)
 {
 	check_count(m);
-	if (!m->count)
+	if (!m->count && !mag_debug(m)) /* (a debug one: its reserve, or the slow path) */
 		push_new(m, m->refill);
 	return m->count;
 }
@@ -150,9 +173,23 @@ unsigned int uslab_priv_magazine_refill(struct uslab_magazine *m)
 unsigned int uslab_priv_magazine_make_room(struct uslab_magazine *m)
 {
 	check_count(m);
-	if (m->count == m->capacity)
+	if (m->count == m->capacity && !mag_debug(m))
 		flush_bottom(m, half(m));
 	return m->count;
+}
+
+/*
+ * Make room for @obj in a full magazine (its older half goes back).
+ * Return: the new count, where the caller stores @obj; ~0u when @m is a
+ * debug cache's magazine and @obj went to the cache (checked at the call).
+ */
+unsigned int uslab_priv_magazine_free_slow(struct uslab_magazine *m, void *obj)
+{
+	if (mag_debug(m)) {
+		uslab_cache_free(m->cache, obj);
+		return ~0u;
+	}
+	return uslab_priv_magazine_make_room(m);
 }
 
 /* Take one object, refilling an empty magazine (or one object straight). */
@@ -161,6 +198,8 @@ void *uslab_priv_magazine_alloc_slow(struct uslab_magazine *m)
 	void *obj;
 
 	check_count(m);
+	if (mag_debug(m) && !m->count)
+		return uslab_cache_alloc(m->cache); /* (errno ENOMEM set by the cache) */
 	if (!m->count && push_new(m, m->refill)) {
 		/* Not a whole refill to be had: try for one object. */
 		obj = uslab_cache_alloc(m->cache);
@@ -190,8 +229,8 @@ void uslab_magazine_free(struct uslab_magazine *m, void *obj)
 {
 	if (unlikely(!obj))
 		return;
-	if (unlikely(m->count >= m->capacity))
-		uslab_priv_magazine_make_room(m);
+	if (unlikely(m->count >= m->capacity) && uslab_priv_magazine_free_slow(m, obj) == ~0u)
+		return;
 	objs_poison(&obj, 1);
 	m->objs[m->count++] = obj;
 }
@@ -207,7 +246,12 @@ size_t uslab_magazine_alloc_bulk(struct uslab_magazine *m, size_t n, void **p)
 
 	if (!n)
 		return 0;
-	if (n > have) {
+	if (mag_debug(m) && n > have) {
+		/* The cache's part first (all or nothing), then the reserve's. */
+		if (uslab_cache_alloc_bulk(m->cache, n - have, p + have) != n - have)
+			return 0;
+		take = have;
+	} else if (n > have) {
 		size_t need = n - have, room = m->capacity - have;
 
 		if (need < m->refill && need <= room) {
@@ -268,6 +312,10 @@ void uslab_magazine_free_bulk(struct uslab_magazine *m, size_t n, void **p)
 
 	if (!n || !p)
 		return;
+	if (mag_debug(m)) {
+		uslab_cache_free_bulk(m->cache, n, p); /* checked at the call */
+		return;
+	}
 	if (n > room) {
 		if (n <= room + flush) {
 			/* The usual overflow: the older half goes back first. */

@@ -20,6 +20,9 @@ const char *const usl_layout_names[USLAB_LAYOUT_NR + 1] = {
 	"auto", "freeptr", "objfreelist", "onslab", "offslab", NULL,
 };
 
+/* USLAB_ON_BUG (enum on_bug). */
+const char *const usl_on_bug_names[] = { "default", "abort", "report", NULL };
+
 /*
  * One tunable: a number in [min, max], or with @names one of those words
  * (its index; a number is accepted too).
@@ -30,46 +33,55 @@ static const struct option_row {
 	unsigned int def, min, max;
 	const char *what;
 	const char *const *names;
+	int (*parse)(const char *s); /* a string option (@var NULL): parse(NULL) resets it */
 } options[] = {
 	{ "USLAB_MIN_OBJECTS", &usl_opt.min_objects, 0, 0, 65535,
-	  "objects per slab at least (0: 4 * (fls(nr_cpus) + 1), as SLUB)", NULL },
+	  "objects per slab at least (0: 4 * (fls(nr_cpus) + 1), as SLUB)", NULL, NULL },
 	{ "USLAB_MIN_ORDER", &usl_opt.min_order, 2, 0, SLAB_MAX_ORDER,
-	  "smallest slab order (SLUB: 0; 2 amortises per-slab work, doc/tuning.md)", NULL },
+	  "smallest slab order (SLUB: 0; 2 amortises per-slab work, doc/tuning.md)", NULL, NULL },
 	{ "USLAB_MAX_ORDER", &usl_opt.max_order, 3, 0, SLAB_MAX_ORDER,
-	  "largest slab order chosen for the min_objects rule", NULL },
+	  "largest slab order chosen for the min_objects rule", NULL, NULL },
 	{ "USLAB_MIN_PARTIAL", &usl_opt.min_partial, 0, 0, 1000,
-	  "empty slabs kept per cache (0: 5..10 by size, as SLUB)", NULL },
+	  "empty slabs kept per cache (0: 5..10 by size, as SLUB)", NULL, NULL },
 	{ "USLAB_SHEAF_CAPACITY", &usl_opt.sheaf_capacity, 0, 0, 254,
-	  "objects per sheaf for every cache (0: from USLAB_SHEAF_BYTES; 1: none)", NULL },
+	  "objects per sheaf for every cache (0: from USLAB_SHEAF_BYTES; 1: none)", NULL, NULL },
 	{ "USLAB_SHEAF_BYTES", &usl_opt.sheaf_bytes, 32768, 64, 1u << 24,
-	  "bytes of objects a default sheaf holds (capacity 2..126)", NULL },
+	  "bytes of objects a default sheaf holds (capacity 2..126)", NULL, NULL },
 	{ "USLAB_BARN_MAX_FULL", &usl_opt.barn_max_full, 10, 0, 100000, "full sheaves a barn keeps",
-	  NULL },
+	  NULL, NULL },
 	{ "USLAB_BARN_MAX_EMPTY", &usl_opt.barn_max_empty, 10, 0, 100000,
-	  "empty sheaves a barn keeps", NULL },
+	  "empty sheaves a barn keeps", NULL, NULL },
 	{ "USLAB_LOOKAHEAD", &usl_opt.lookahead, 3, 0, 1024,
-	  "detached freelist look-ahead when flushing (seed: 3)", NULL },
+	  "detached freelist look-ahead when flushing (seed: 3)", NULL, NULL },
 	{ "USLAB_PURGE_DELAY_MS", &usl_opt.purge_delay_ms, 250, 0, 3600000,
-	  "milliseconds a freed slab's pages stay resident for reuse", NULL },
+	  "milliseconds a freed slab's pages stay resident for reuse", NULL, NULL },
 	{ "USLAB_RETAIN_KB", &usl_opt.retain_kb, 65536, 0, 1u << 30,
-	  "KiB of freed slab pages kept resident at most", NULL },
+	  "KiB of freed slab pages kept resident at most", NULL, NULL },
 	{ "USLAB_PREFETCH", &usl_opt.prefetch, 254, 0, 254,
-	  "objects of a sheaf taken from the barn prefetched for writing", NULL },
+	  "objects of a sheaf taken from the barn prefetched for writing", NULL, NULL },
 	{ "USLAB_RCU_DRAIN_MS", &usl_opt.rcu_drain_ms, 20, 1, 60000,
-	  "milliseconds a partly filled block of deferred frees may wait", NULL },
+	  "milliseconds a partly filled block of deferred frees may wait", NULL, NULL },
 	{ "USLAB_RCU_BATCH_BLOCKS", &usl_opt.rcu_batch_blocks, 64, 1, 4096,
-	  "full blocks (509 objects each) queued that wake the monitor", NULL },
+	  "full blocks (509 objects each) queued that wake the monitor", NULL, NULL },
 	{ "USLAB_RCU_MAX_INFLIGHT", &usl_opt.rcu_max_inflight, 256, 16, 1u << 24,
-	  "blocks waiting for a grace period before uslab_free_rcu() waits", NULL },
+	  "blocks waiting for a grace period before uslab_free_rcu() waits", NULL, NULL },
 	{ "USLAB_LAYOUT", &usl_opt.layout, USLAB_LAYOUT_AUTO, 0, USLAB_LAYOUT_NR - 1,
 	  "slab layout of every cache created with AUTO, where it can serve (auto, "
 	  "freeptr, objfreelist, onslab, offslab)",
-	  usl_layout_names },
+	  usl_layout_names, NULL },
 	{ "USLAB_COLOUR", &usl_opt.colour, 0, 0, 1,
-	  "slab colouring: offset the first object from slab to slab (1: on)", NULL },
-	/* No variable: a string of its own, parsed by failslab.c. */
+	  "slab colouring: offset the first object from slab to slab (1: on)", NULL, NULL },
+	{ "USLAB_ON_BUG", &usl_opt.on_bug, ON_BUG_DEFAULT, 0, ON_BUG_REPORT,
+	  "what a problem found by the debug tier does: abort, or report and go on "
+	  "(default: abort in caches with F, report in the others)",
+	  usl_on_bug_names, NULL },
+	/* No variable: strings of their own, parsed by their owners. */
 	{ "USLAB_FAILSLAB", NULL, 0, 0, 0,
-	  "probability[,interval[,times[,cache]]]: allocations fail with ENOMEM (failslab)", NULL },
+	  "probability[,interval[,times[,cache]]]: allocations fail with ENOMEM (failslab)", NULL,
+	  failslab_parse },
+	{ "USLAB_DEBUG", NULL, 0, 0, 0,
+	  "debug tier letters F, Z, P, U (or 1: all), then optionally ,cache,cache...", NULL,
+	  debug_parse },
 };
 
 /* @s as the index of one of @names; -1 if it is none of them. */
@@ -96,12 +108,14 @@ void options_init(void)
 		if (o->var)
 			*o->var = o->def;
 		else
-			failslab_parse("0");
+			o->parse(NULL);
 		if (!s || !*s)
 			continue;
 		if (!o->var) {
-			if (failslab_parse(s))
+			if (o->parse(s)) {
+				o->parse(NULL);
 				usl_warn("%s=%s ignored: want %s", o->env, s, o->what);
+			}
 			continue;
 		}
 		errno = 0;

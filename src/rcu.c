@@ -265,6 +265,18 @@ static void *head_object(const void *h)
 	return s ? slab_object_at(s, h) : NULL;
 }
 
+/*
+ * Free @objs[0..n) after their grace period. Those of debug caches were
+ * marked queued at uslab_free_rcu(): allocated again, then freed (checked).
+ */
+static void free_after_gp(size_t n, void **objs)
+{
+	if (unlikely(__atomic_load_n(&slab_debug_on, __ATOMIC_ACQUIRE)))
+		slab_debug_rcu_done(objs, n);
+	uslab_cache_free_bulk(NULL, n, objs);
+	rstat(freed, n);
+}
+
 /* Free the objects of an emergency list (linked through their rcu_heads). */
 static void drain_heads(struct rcu_head *h)
 {
@@ -276,14 +288,12 @@ static void drain_heads(struct rcu_head *h)
 
 		objs[n++] = head_object(h);
 		if (n == ARRAY_SIZE(objs)) {
-			uslab_cache_free_bulk(NULL, n, objs);
-			rstat(freed, n);
+			free_after_gp(n, objs);
 			n = 0;
 		}
 		h = next;
 	}
-	uslab_cache_free_bulk(NULL, n, objs);
-	rstat(freed, n);
+	free_after_gp(n, objs);
 }
 
 /* After the grace period: free every object of a batch, recycle its blocks. */
@@ -293,8 +303,7 @@ static void drain_batch(struct rcu_block *batch, unsigned long nb)
 		uint32_t n = __atomic_load_n(&b->n, __ATOMIC_ACQUIRE);
 
 		next = b->next;
-		uslab_cache_free_bulk(NULL, n - b->start, b->ptrs + b->start);
-		rstat(freed, n - b->start);
+		free_after_gp(n - b->start, b->ptrs + b->start);
 		block_put(b);
 	}
 	atomic_fetch_sub(&R.inflight, nb); /* gp.c wakes throttled threads */
@@ -570,10 +579,9 @@ no_block:
 	if (!gp_read_ongoing()) {
 		/* Like the kernel's single-argument kvfree_rcu(): wait, then free. */
 		gp_synchronize();
-		uslab_cache_free_bulk(NULL, 1, &obj);
+		free_after_gp(1, &obj);
 		rstat(sync, 1);
 		rstat(queued, 1);
-		rstat(freed, 1);
 		return;
 	}
 	rstat(leaked, 1);
@@ -604,16 +612,20 @@ static inline void free_rcu_fast(void *obj, struct rcu_head *head)
 	free_rcu_slow(obj, head);
 }
 
+/* In the debug tier, an object is checked at the call and marked queued (slab_debug.c). */
+#define debug_queue(obj) \
+	(unlikely(__atomic_load_n(&slab_debug_on, __ATOMIC_RELAXED)) && !slab_debug_free_rcu(obj))
+
 void uslab_free_rcu(void *obj)
 {
-	if (unlikely(USLAB_ZERO_OR_NULL_PTR(obj)))
+	if (unlikely(USLAB_ZERO_OR_NULL_PTR(obj)) || debug_queue(obj))
 		return;
 	free_rcu_fast(obj, NULL);
 }
 
 void uslab_free_rcu_head(void *obj, struct rcu_head *head)
 {
-	if (unlikely(!obj))
+	if (unlikely(!obj) || debug_queue(obj))
 		return;
 	free_rcu_fast(obj, head);
 }

@@ -6,8 +6,9 @@
  * index range [bump, objects): carved by address arithmetic, so a new
  * slab's pages are touched only as objects are handed out). The
  * descriptor lives in the arena's table (os.c), never inside the slab.
- * The first object sits at base + colour * cache->colour_off: slab
- * colouring spreads the slabs' first objects over cache sets.
+ * The first object sits at base + colour * cache->colour_off (+ the left
+ * red zone in a debug cache, slab_debug.c): slab colouring spreads the
+ * slabs' first objects over cache sets.
  *
  * The freelist takes one of four forms, the cache's layout (enum
  * uslab_layout, chosen in cache.c):
@@ -60,10 +61,10 @@ NO_SANITIZE_ADDRESS void fp_set(const struct uslab_cache *c, void *obj, void *ne
 	*slot = (void *)((uintptr_t)next ^ fp_key(c, slot));
 }
 
-/* The first object of @s. */
+/* The first object of @s (in a debug cache: after its left red zone). */
 void *slab_first_object(const struct uslab_cache *c, const struct slab *s)
 {
-	return s->base + (size_t)s->colour * c->colour_off;
+	return s->base + (size_t)s->colour * c->colour_off + c->obj_off;
 }
 
 /*
@@ -88,7 +89,12 @@ void slab_setup(struct uslab_cache *c, struct slab *s, void *offslab)
 		for (unsigned int i = 0; i < c->objects; i++)
 			c->ctor(first + (size_t)i * c->size);
 	}
-	asan_poison(s->base, PAGE_SIZE << c->order);
+	if (c->debug) {
+		asan_unpoison(s->base, PAGE_SIZE << c->order); /* the debug tier checks instead */
+		slab_debug_setup_slab(c, s);
+	} else {
+		asan_poison(s->base, PAGE_SIZE << c->order);
+	}
 	s->pcs_id = c->id > 0 ? (uint16_t)c->id : 0;
 	__atomic_store_n(&s->cache, c, __ATOMIC_RELEASE);
 }
@@ -257,9 +263,9 @@ void *slab_object_at(const struct slab *s, const void *p)
 	char *first;
 	uint64_t off, idx;
 
-	if (s->objects == 1)
-		return s->base; /* a large object spans its slab */
 	first = slab_first_object(c, s);
+	if (s->objects == 1)
+		return first; /* a large object spans its slab */
 	off = (uintptr_t)p - (uintptr_t)first;
 	idx = off_index(c, off);
 	if (idx * c->size > off)

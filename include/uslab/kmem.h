@@ -28,6 +28,8 @@
  *                                uslab_free_rcu()); kfree_rcu_mightsleep(p)
  *   kvfree_rcu_barrier()         uslab_rcu_barrier()
  *   SLAB_TYPESAFE_BY_RCU
+ *   SLAB_CONSISTENCY_CHECKS, SLAB_RED_ZONE, SLAB_POISON, SLAB_STORE_USER
+ *                                the debug tier (uslab.h)
  *   SLAB_HWCACHE_ALIGN, GFP_KERNEL, GFP_ATOMIC, GFP_NOWAIT, __GFP_NOWARN,
  *   __GFP_ZERO (honoured: the object is zeroed)
  *
@@ -57,6 +59,10 @@ typedef unsigned int slab_flags_t;
 #define __GFP_ZERO 0x100u
 
 #define SLAB_HWCACHE_ALIGN USLAB_HWCACHE_ALIGN
+#define SLAB_CONSISTENCY_CHECKS USLAB_CONSISTENCY_CHECKS
+#define SLAB_RED_ZONE USLAB_RED_ZONE
+#define SLAB_POISON USLAB_POISON
+#define SLAB_STORE_USER USLAB_STORE_USER
 
 static inline struct kmem_cache *kmem_cache_create(const char *name, unsigned int size,
 						   unsigned int align, slab_flags_t flags,

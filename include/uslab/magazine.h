@@ -296,13 +296,15 @@ USLAB_API void uslab_free_batch_flush(struct uslab_free_batch *b);
 
 /*
  * The slow paths return the new fill level and the inline code stores it
- * itself, so both ways into a caller's next iteration leave @count in a
+ * itself (free_slow: ~0u when it freed the object itself, in a debug
+ * cache's magazine, whose capacity reads 0), so both ways into a caller's next iteration leave @count in a
  * register: with partial PRE (gcc -O3) a loop of pops or pushes keeps it
  * there instead of loading it back from the magazine every time.
  */
 USLAB_API unsigned int uslab_priv_magazine_refill(struct uslab_magazine *m);
 USLAB_API unsigned int uslab_priv_magazine_make_room(struct uslab_magazine *m);
 USLAB_API void *uslab_priv_magazine_alloc_slow(struct uslab_magazine *m);
+USLAB_API unsigned int uslab_priv_magazine_free_slow(struct uslab_magazine *m, void *obj);
 
 /*
  * Pop: about 5 instructions and one branch, no lock, no atomic, no TLS
@@ -335,8 +337,11 @@ uslab_magazine_free_inline(struct uslab_magazine *m, void *obj)
 
 	if (__builtin_expect(!obj, 0))
 		return;
-	if (__builtin_expect(n >= m->capacity, 0)) /* >=: see uslab_priv_magazine_make_room */
-		n = uslab_priv_magazine_make_room(m);
+	if (__builtin_expect(n >= m->capacity, 0)) { /* >=: see uslab_priv_magazine_make_room */
+		n = uslab_priv_magazine_free_slow(m, obj);
+		if (__builtin_expect(n == ~0u, 0))
+			return; /* a debug cache's magazine: freed to the cache, checked */
+	}
 	m->objs[n] = obj;
 	m->count = n + 1;
 }
@@ -371,7 +376,7 @@ uslab_magazine_free_bulk_inline(struct uslab_magazine *m, size_t n, void **p)
 	unsigned int k = m->count;
 	void **objs = m->objs;
 
-	if (__builtin_expect(n > (size_t)(m->capacity - k) || n > USLAB_PRIV_BULK_INLINE, 0)) {
+	if (__builtin_expect(n > USLAB_PRIV_BULK_INLINE || k + n > m->capacity, 0)) {
 		(uslab_magazine_free_bulk)(m, n, p);
 		return;
 	}

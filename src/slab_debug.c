@@ -1,0 +1,675 @@
+// SPDX-License-Identifier: MIT
+/*
+ * slab_debug.c - the debug tier (the kernel's slab_debug=FZPU): exact
+ * per-object state, red zones, poison and the last alloc and free of every
+ * object of the caches in the tier. With slab.c one layer: slab.c lays out
+ * and links objects, this file checks them.
+ *
+ * A cache enters the tier by its creation flags (USLAB_CONSISTENCY_CHECKS,
+ * USLAB_RED_ZONE, USLAB_POISON, USLAB_STORE_USER) or by USLAB_DEBUG
+ * (letters FZPU, optionally followed by cache names). It has no sheaves
+ * (lifecycle.c), so every allocation reaches cache_refill() and every free
+ * cache_free_objects() at the call, where cache.c calls the hooks below:
+ * slab_debug_alloc() on the objects handed out, slab_debug_free() on each
+ * object freed, before it is linked anywhere.
+ *
+ * An object slot of a debug cache, from the slot's start (the first slot
+ * of a slab at base + colour * colour_off):
+ *
+ *   [left red zone: obj_off bytes]            Z only
+ *   [object: object_size bytes]               <- the pointer handed out
+ *   [right red zone, up to dbg_off]           Z: at least 8 bytes
+ *   [struct obj_debug: state, orig_size]      always
+ *   [struct track alloc, free]                U only
+ *   [free pointer]                            FREEPTR layout only
+ *
+ * The allocator writes no byte of the object itself except poison (P):
+ * debug caches lay out as caches with a constructor do (cache.c).
+ *
+ *   state  OBJ_FREE -> OBJ_ALLOC      handed out (slab_debug_alloc)
+ *          OBJ_ALLOC -> OBJ_FREE      freed (slab_debug_free)
+ *          OBJ_ALLOC -> OBJ_RCU       queued by uslab_free_rcu (rcu.c)
+ *          OBJ_RCU -> OBJ_ALLOC       its grace period over, just before
+ *                                     the deferred free
+ * Each transition is a compare-and-swap: of two threads freeing one object
+ * at once, exactly one succeeds and the other is reported.
+ *
+ *   red zones  RZ_ACTIVE while allocated, RZ_INACTIVE while free; a
+ *              kmalloc object's bytes between the requested size and the
+ *              class size are RZ_ACTIVE too.
+ *   poison     a free object reads POISON_FREE, its last byte POISON_END.
+ *
+ * Reports go through debug.c: "uslab: BUG <cache>: <what> at <address>",
+ * the details, then abort() or, with USLAB_ON_BUG=report, the program goes
+ * on (a bad free is ignored, clobbered bytes are restored).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <link.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <unwind.h>
+
+#include "internal.h"
+
+#define OBJ_FREE 0xf4eef4eeu
+#define OBJ_ALLOC 0xa110ca7eu
+#define OBJ_RCU 0x2c0f2ee0u
+
+#define RZ_ACTIVE 0xcc
+#define RZ_INACTIVE 0xbb
+#define POISON_FREE 0x6b
+#define POISON_END 0xa5
+
+#define TRACK_DEPTH 12
+
+/* Who allocated or freed an object last (U). */
+struct track {
+	void *addrs[TRACK_DEPTH]; /* return addresses, the caller first */
+	uint64_t when_ns;	  /* CLOCK_MONOTONIC */
+	uint32_t tid;
+	uint32_t depth;
+};
+
+struct obj_debug {
+	uint32_t state;
+	uint32_t orig_size;   /* bytes asked for (kmalloc), else object_size */
+	struct track track[]; /* U: [0] the last alloc, [1] the last free */
+};
+
+bool slab_debug_on;
+
+/* The library's own code, skipped at the top of a backtrace. */
+static uintptr_t lib_start, lib_end;
+
+/* ---------------------------------------------------------- selection */
+
+static int find_lib(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	uintptr_t self = (uintptr_t)arg;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && self - start < ph->p_memsz) {
+			/* Linked into the program itself: no range to skip. */
+			if (info->dlpi_name && info->dlpi_name[0]) {
+				lib_start = start;
+				lib_end = start + ph->p_memsz;
+			}
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * slab_debug_flags - the debug flags of a new cache @name created with
+ * @flags (its own, and USLAB_DEBUG's if it selects the cache). uslab's own
+ * caches and large kmalloc objects are never in the tier. Poison is dropped
+ * where the allocator may not write a free object (constructor, RCU).
+ */
+unsigned int slab_debug_flags(const char *name, unsigned int flags, bool bound)
+{
+	unsigned int d = flags & DEBUG_FLAGS;
+
+	if (flags & (CACHE_INTERNAL | CACHE_LARGE))
+		return 0;
+	d |= debug_selects(name);
+	if (bound)
+		d &= ~USLAB_POISON;
+	if (d && !__atomic_load_n(&slab_debug_on, __ATOMIC_RELAXED)) {
+		dl_iterate_phdr(find_lib, (void *)slab_debug_flags);
+		__atomic_store_n(&slab_debug_on, true, __ATOMIC_RELEASE);
+	}
+	return d;
+}
+
+/*
+ * slab_debug_layout - the debug fields of @c (c->debug, c->object_size and
+ * c->align set): red zones and metadata around each object.
+ * Return: the bytes of a slot before any free pointer, from its start.
+ */
+size_t slab_debug_layout(struct uslab_cache *c)
+{
+	size_t meta = sizeof(struct obj_debug);
+
+	if (c->debug & USLAB_STORE_USER)
+		meta += 2 * sizeof(struct track);
+	c->obj_off = 0;
+	c->dbg_off = (unsigned int)ALIGN_UP((size_t)c->object_size, 8);
+	if (c->debug & USLAB_RED_ZONE) {
+		c->obj_off = (unsigned int)ALIGN_UP((size_t)16, (size_t)c->align);
+		c->dbg_off = (unsigned int)ALIGN_UP((size_t)c->object_size + 8, 8);
+	}
+	return c->obj_off + c->dbg_off + meta;
+}
+
+/* ------------------------------------------------------------ helpers */
+
+static inline struct obj_debug *dbg(const struct uslab_cache *c, const void *obj)
+{
+	return (struct obj_debug *)(void *)((char *)obj + c->dbg_off);
+}
+
+static NO_SANITIZE_ADDRESS void fill(void *p, int v, size_t n)
+{
+	volatile unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		b[i] = (unsigned char)v;
+}
+
+/* The first byte of [p, p + n) that is not @v, or NULL. */
+static NO_SANITIZE_ADDRESS const unsigned char *first_not(const void *p, int v, size_t n)
+{
+	const volatile unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		if (b[i] != (unsigned char)v)
+			return (const unsigned char *)b + i;
+	return NULL;
+}
+
+struct bt {
+	void **addrs;
+	unsigned int n, max, skipping;
+};
+
+static _Unwind_Reason_Code bt_step(struct _Unwind_Context *ctx, void *arg)
+{
+	struct bt *b = arg;
+	uintptr_t ip = _Unwind_GetIP(ctx);
+
+	if (!ip)
+		return _URC_END_OF_STACK;
+	/* The library's own frames first: skipped, the caller is what matters. */
+	if (b->skipping && ip - lib_start < lib_end - lib_start)
+		return _URC_NO_REASON;
+	b->skipping = 0;
+	b->addrs[b->n++] = (void *)ip;
+	return b->n == b->max ? _URC_END_OF_STACK : _URC_NO_REASON;
+}
+
+/* The calling thread's backtrace below the library into @addrs. Return: frames. */
+static unsigned int backtrace_caller(void **addrs, unsigned int max)
+{
+	struct bt b = { addrs, 0, max, 1 };
+
+	_Unwind_Backtrace(bt_step, &b);
+	return b.n;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static NO_SANITIZE_ADDRESS void track_set(const struct uslab_cache *c, void *obj, int which)
+{
+	struct track *t;
+
+	if (!(c->debug & USLAB_STORE_USER))
+		return;
+	t = &dbg(c, obj)->track[which];
+	t->depth = backtrace_caller(t->addrs, TRACK_DEPTH);
+	t->when_ns = now_ns();
+	t->tid = (uint32_t)gettid();
+}
+
+/*
+ * @addr as "symbol+0xoff (file+0xoff)" as far as the dynamic symbols go
+ * (a program linked with -rdynamic names its own functions; the file
+ * offset is what addr2line -e file takes).
+ */
+static const char *symbolise(const void *addr, char *buf, size_t len)
+{
+	uintptr_t a = (uintptr_t)addr;
+	Dl_info info;
+
+	/* (A return address: the call is the byte before it.) */
+	if (!dladdr((void *)(a - 1), &info) || !info.dli_fname)
+		snprintf(buf, len, "%p", addr);
+	else if (info.dli_sname)
+		snprintf(buf, len, "%p %s+0x%lx (%s+0x%lx)", addr, info.dli_sname,
+			 (unsigned long)(a - (uintptr_t)info.dli_saddr), info.dli_fname,
+			 (unsigned long)(a - (uintptr_t)info.dli_fbase));
+	else
+		snprintf(buf, len, "%p (%s+0x%lx)", addr, info.dli_fname,
+			 (unsigned long)(a - (uintptr_t)info.dli_fbase));
+	return buf;
+}
+
+static void print_backtrace(void *const *addrs, unsigned int n)
+{
+	char buf[320];
+
+	for (unsigned int i = 0; i < n; i++)
+		usl_report_line("    #%u %s", i, symbolise(addrs[i], buf, sizeof(buf)));
+}
+
+static NO_SANITIZE_ADDRESS void print_track(const struct uslab_cache *c, const void *obj, int which)
+{
+	const struct track *t = &dbg(c, obj)->track[which];
+	uint64_t now = now_ns();
+
+	if (!t->when_ns) {
+		usl_report_line("  %s: never", which ? "last freed" : "allocated");
+		return;
+	}
+	usl_report_line("  %s by thread %u, %.6f s ago:", which ? "last freed" : "allocated",
+			t->tid, (double)(now - t->when_ns) / 1e9);
+	print_backtrace(t->addrs, t->depth);
+}
+
+/* Up to 64 bytes from @from (rounded down to 16) in hex, as offsets into the object. */
+static NO_SANITIZE_ADDRESS void hex_dump(const char *obj, const char *from, const char *lo,
+					 const char *hi)
+{
+	const char *p = obj + ALIGN_DOWN(from - obj, 16);
+
+	if (p < lo)
+		p = lo;
+	for (int line = 0; line < 4 && p < hi; line++) {
+		char buf[16 * 3 + 1];
+		int len = 0;
+
+		for (int i = 0; i < 16 && p + i < hi; i++)
+			len += snprintf(buf + len, sizeof(buf) - (size_t)len, " %02x",
+					(unsigned char)p[i]);
+		usl_report_line("  %s0x%04lx:%s", p < obj ? "object-" : "object+",
+				(unsigned long)(p < obj ? obj - p : p - obj), buf);
+		p += 16;
+	}
+}
+
+static const char *state_name(uint32_t state)
+{
+	switch (state) {
+	case OBJ_FREE:
+		return "free";
+	case OBJ_ALLOC:
+		return "allocated";
+	case OBJ_RCU:
+		return "queued by uslab_free_rcu";
+	}
+	return "corrupted";
+}
+
+/*
+ * Start a report: its first line, and the call's backtrace. Return: false
+ * when details are not wanted (the site was reported before).
+ */
+static bool report(const struct uslab_cache *c, const void *addr, const char *what, ...)
+	__attribute__((format(printf, 3, 4)));
+static bool report(const struct uslab_cache *c, const void *addr, const char *what, ...)
+{
+	void *addrs[TRACK_DEPTH];
+	unsigned int n = backtrace_caller(addrs, TRACK_DEPTH);
+	char line[256];
+	va_list ap;
+
+	va_start(ap, what);
+	vsnprintf(line, sizeof(line), what, ap);
+	va_end(ap);
+	if (!usl_report(c, addr, n ? addrs[0] : NULL, what, "%s", line))
+		return false;
+	usl_report_line("  this call, by thread %u:", (unsigned int)gettid());
+	print_backtrace(addrs, n);
+	return true;
+}
+
+/* The object's history and end of the report (abort, or go on). */
+static void report_object(const struct uslab_cache *c, const void *obj, bool details)
+{
+	if (details) {
+		usl_report_line("  object %p of %u bytes (%s), cache %s", obj, c->object_size,
+				state_name(dbg(c, obj)->state), c->name);
+		if (c->debug & USLAB_STORE_USER) {
+			print_track(c, obj, 0);
+			print_track(c, obj, 1);
+		}
+	}
+	usl_report_end(c);
+}
+
+/* ------------------------------------------------------------ checks */
+
+/*
+ * Check that [p, p + n) of @obj reads @v; if not report @what with the
+ * first bad byte and a dump, and restore it. Return: whether it did.
+ */
+static bool check_bytes(const struct uslab_cache *c, const char *obj, const char *p, size_t n,
+			int v, const char *what)
+{
+	const unsigned char *bad = first_not(p, v, n);
+
+	if (likely(!bad))
+		return true;
+	if (report(c, obj, "%s (byte %+ld of the object reads 0x%02x, not 0x%02x)", what,
+		   (long)((const char *)bad - obj), *bad, v)) {
+		hex_dump(obj, (const char *)bad, p, p + n);
+		report_object(c, obj, true);
+	} else {
+		usl_report_end(c);
+	}
+	fill((void *)p, v, n);
+	return false;
+}
+
+/* Check the red zones of @obj against @v (RZ_ACTIVE or RZ_INACTIVE). Return: whether sound. */
+static bool check_red_zones(const struct uslab_cache *c, char *obj, int v, const char *when)
+{
+	char what[96];
+	bool ok = true;
+	uint32_t orig = dbg(c, obj)->orig_size;
+
+	if (!(c->debug & USLAB_RED_ZONE))
+		return true;
+	snprintf(what, sizeof(what), "red zone before the object overwritten%s", when);
+	ok &= check_bytes(c, obj, obj - c->obj_off, c->obj_off, v, what);
+	snprintf(what, sizeof(what), "red zone after the object overwritten%s", when);
+	ok &= check_bytes(c, obj, obj + c->object_size, c->dbg_off - c->object_size, v, what);
+	if (v == RZ_ACTIVE && orig < c->object_size) {
+		snprintf(what, sizeof(what), "kmalloc red zone overwritten (%u bytes asked for)",
+			 orig);
+		ok &= check_bytes(c, obj, obj + orig, c->object_size - orig, v, what);
+	}
+	return ok;
+}
+
+static bool check_poison(const struct uslab_cache *c, char *obj)
+{
+	bool ok;
+
+	if (!(c->debug & USLAB_POISON))
+		return true;
+	ok = check_bytes(c, obj, obj, c->object_size - 1, POISON_FREE,
+			 "use after free: poison overwritten");
+	return check_bytes(c, obj, obj + c->object_size - 1, 1, POISON_END,
+			   "use after free: poison overwritten") &&
+	       ok;
+}
+
+static void poison(const struct uslab_cache *c, char *obj)
+{
+	if (c->debug & USLAB_POISON) {
+		fill(obj, POISON_FREE, c->object_size - 1);
+		fill(obj + c->object_size - 1, POISON_END, 1);
+	}
+}
+
+static void set_red_zones(const struct uslab_cache *c, char *obj, int v)
+{
+	if (c->debug & USLAB_RED_ZONE) {
+		fill(obj - c->obj_off, v, c->obj_off);
+		fill(obj + c->object_size, v, c->dbg_off - c->object_size);
+	}
+}
+
+static inline bool state_move(struct obj_debug *d, uint32_t *from, uint32_t to)
+{
+	return __atomic_compare_exchange_n(&d->state, from, to, false, __ATOMIC_ACQ_REL,
+					   __ATOMIC_ACQUIRE);
+}
+
+/* ------------------------------------------------------------- hooks */
+
+/* Every object of a new slab of @c, before it is published: free, zones, poison. */
+NO_SANITIZE_ADDRESS void slab_debug_setup_slab(struct uslab_cache *c, struct slab *s)
+{
+	char *obj = slab_first_object(c, s);
+
+	for (unsigned int i = 0; i < s->objects; i++, obj += c->size) {
+		struct obj_debug *d = dbg(c, obj);
+
+		d->state = OBJ_FREE;
+		d->orig_size = c->object_size;
+		if (c->debug & USLAB_STORE_USER)
+			memset(d->track, 0, 2 * sizeof(struct track));
+		set_red_zones(c, obj, RZ_INACTIVE);
+		poison(c, obj);
+	}
+}
+
+/*
+ * slab_debug_alloc - check and mark @objs[0..n) of @c as they are handed
+ * out: each was free, its red zones and poison intact (a write after free
+ * is reported with the object's history), then it is allocated.
+ */
+NO_SANITIZE_ADDRESS void slab_debug_alloc(struct uslab_cache *c, void **objs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char *obj = objs[i];
+		struct obj_debug *d = dbg(c, obj);
+		uint32_t st = OBJ_FREE;
+
+		if (unlikely(!state_move(d, &st, OBJ_ALLOC))) {
+			/* Only a wild write reaches here: the slab listed it as free. */
+			bool details =
+				report(c, obj, "free object's state overwritten (0x%08x)", st);
+
+			d->state = OBJ_ALLOC;
+			report_object(c, obj, details);
+		}
+		check_red_zones(c, obj, RZ_INACTIVE, " while the object was free");
+		check_poison(c, obj);
+		d->orig_size = c->object_size;
+		set_red_zones(c, obj, RZ_ACTIVE);
+		track_set(c, obj, 0);
+	}
+}
+
+/*
+ * slab_debug_free - check one object freed to debug cache @c (NULL: the
+ * object's own cache; it is in the debug tier), at the call: in a live
+ * slab of @c, on an object boundary, allocated (a double free, or one of
+ * an object queued by uslab_free_rcu, is caught here however the object
+ * came: single, bulk, magazine, free batch, deferred), red zones intact.
+ * Then it is free: red zones inactive, poisoned, the free recorded.
+ * Return: true to free it; false when it must not be (reported).
+ */
+NO_SANITIZE_ADDRESS bool slab_debug_free(struct uslab_cache *c, void *p)
+{
+	struct slab *s = os_slab_lookup(p);
+	struct uslab_cache *owner = s ? __atomic_load_n(&s->cache, __ATOMIC_ACQUIRE) : NULL;
+	char *obj = p;
+	struct obj_debug *d;
+	uint32_t st = OBJ_ALLOC;
+
+	if (!c)
+		c = owner;
+	if (unlikely(!owner || (owner->flags & CACHE_LARGE))) {
+		report(c, p, "free of a pointer uslab did not hand out");
+		usl_report_end(c);
+		return false;
+	}
+	if (unlikely(owner != c)) {
+		if (report(c, p, "object of cache %s freed to this cache", owner->name))
+			report_object(owner, p, owner->debug != 0);
+		else
+			usl_report_end(c);
+		return false;
+	}
+	if (unlikely(slab_object_index(c, s, p) == UINT32_MAX)) {
+		char *start = slab_object_at(s, p);
+
+		if (report(c, p, "free of a pointer inside an object (%ld bytes into %p)",
+			   start ? (long)(obj - start) : 0L, (void *)start) &&
+		    start)
+			report_object(c, start, true);
+		else
+			usl_report_end(c);
+		return false;
+	}
+	d = dbg(c, obj);
+	/* Allocated, its red zones intact, then free: two frees racing, one wins. */
+	st = __atomic_load_n(&d->state, __ATOMIC_ACQUIRE);
+	if (likely(st == OBJ_ALLOC)) {
+		check_red_zones(c, obj, RZ_ACTIVE, "");
+		if (likely(state_move(d, &st, OBJ_FREE)))
+			goto freed;
+	}
+	report_object(c, obj,
+		      report(c, obj, "%s",
+			     st == OBJ_FREE ? "double free" :
+			     st == OBJ_RCU  ? "free of an object queued by uslab_free_rcu" :
+					      "free of an object whose state is overwritten"));
+	return false;
+freed:
+	track_set(c, obj, 1);
+	set_red_zones(c, obj, RZ_INACTIVE);
+	poison(c, obj);
+	return true;
+}
+
+/*
+ * slab_debug_free_rcu - uslab_free_rcu() of @obj (any pointer): when it is
+ * an object of a debug cache, check it as a free and mark it queued.
+ * Return: false when it must not be queued (reported).
+ */
+NO_SANITIZE_ADDRESS bool slab_debug_free_rcu(void *obj)
+{
+	struct slab *s = os_slab_lookup(obj);
+	struct uslab_cache *c = s ? __atomic_load_n(&s->cache, __ATOMIC_ACQUIRE) : NULL;
+	uint32_t st = OBJ_ALLOC;
+
+	if (!c || !c->debug)
+		return true; /* not the debug tier's: the drain checks it */
+	if (unlikely(slab_object_index(c, s, obj) == UINT32_MAX)) {
+		report_object(c, obj, false);
+		return false;
+	}
+	if (unlikely(!state_move(dbg(c, obj), &st, OBJ_RCU))) {
+		report_object(
+			c, obj,
+			report(c, obj, "%s",
+			       st == OBJ_FREE ?
+				       "uslab_free_rcu of a free object (double free)" :
+			       st == OBJ_RCU ?
+				       "uslab_free_rcu twice (double free)" :
+				       "uslab_free_rcu of an object whose state is overwritten"));
+		return false;
+	}
+	track_set(c, obj, 1);
+	return true;
+}
+
+/* The grace period of @objs[0..n) is over: those of debug caches are allocated again, to be freed. */
+NO_SANITIZE_ADDRESS void slab_debug_rcu_done(void *const *objs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct slab *s = objs[i] ? os_slab_lookup(objs[i]) : NULL;
+		struct uslab_cache *c = s ? __atomic_load_n(&s->cache, __ATOMIC_ACQUIRE) : NULL;
+		uint32_t st = OBJ_RCU;
+
+		if (c && c->debug && slab_object_index(c, s, objs[i]) != UINT32_MAX)
+			state_move(dbg(c, objs[i]), &st, OBJ_ALLOC);
+	}
+}
+
+/* kmalloc: @obj of debug class @c was asked for @size bytes; the rest is red zone (Z). */
+NO_SANITIZE_ADDRESS void slab_debug_set_size(struct uslab_cache *c, void *obj, size_t size)
+{
+	struct obj_debug *d = dbg(c, obj);
+
+	USLAB_ASSERT(size && size <= c->object_size);
+	d->orig_size = (uint32_t)size;
+	if (c->debug & USLAB_RED_ZONE)
+		fill((char *)obj + size, RZ_ACTIVE, c->object_size - size);
+}
+
+/* The bytes @obj of debug cache @c was asked for (kmalloc: its usable size). */
+NO_SANITIZE_ADDRESS size_t slab_debug_size(const struct uslab_cache *c, const void *obj)
+{
+	return dbg(c, obj)->orig_size;
+}
+
+/*
+ * slab_debug_check_slab - validate: every object of @s handed out so far
+ * has a known state, its red zones match it, a free one its poison. Each
+ * problem is one line (nothing is repaired). Under the node lock.
+ * Return: problems found.
+ */
+NO_SANITIZE_ADDRESS unsigned long slab_debug_check_slab(struct uslab_cache *c, struct slab *s)
+{
+	char *obj = slab_first_object(c, s);
+	unsigned long errors = 0;
+
+	for (unsigned int i = 0; i < s->bump; i++, obj += c->size) {
+		struct obj_debug *d = dbg(c, obj);
+		uint32_t st = __atomic_load_n(&d->state, __ATOMIC_ACQUIRE);
+		int rz = st == OBJ_FREE ? RZ_INACTIVE : RZ_ACTIVE;
+		const unsigned char *bad;
+
+		if (st != OBJ_FREE && st != OBJ_ALLOC && st != OBJ_RCU) {
+			usl_warn("validate %s: object %p: state overwritten (0x%08x)", c->name, obj,
+				 st);
+			errors++;
+			continue;
+		}
+		if (c->debug & USLAB_RED_ZONE) {
+			if ((bad = first_not(obj - c->obj_off, rz, c->obj_off)) ||
+			    (bad = first_not(obj + c->object_size, rz,
+					     c->dbg_off - c->object_size)) ||
+			    (st != OBJ_FREE && d->orig_size < c->object_size &&
+			     (bad = first_not(obj + d->orig_size, rz,
+					      c->object_size - d->orig_size)))) {
+				usl_warn("validate %s: object %p (%s): red zone overwritten at "
+					 "byte %+ld (0x%02x)",
+					 c->name, obj, state_name(st), (long)((char *)bad - obj),
+					 *bad);
+				errors++;
+			}
+		}
+		if ((c->debug & USLAB_POISON) && st == OBJ_FREE &&
+		    ((bad = first_not(obj, POISON_FREE, c->object_size - 1)) ||
+		     (bad = first_not(obj + c->object_size - 1, POISON_END, 1)))) {
+			usl_warn("validate %s: free object %p: poison overwritten at byte %ld "
+				 "(0x%02x): a use after free",
+				 c->name, obj, (long)((char *)bad - obj), *bad);
+			errors++;
+		}
+	}
+	return errors;
+}
+
+/*
+ * slab_debug_list_live - a leak report at destroy: each allocated object of
+ * @s, with its allocation's caller (U), while *@budget lines remain.
+ * Under the node lock. Return: objects allocated in @s.
+ */
+NO_SANITIZE_ADDRESS unsigned long slab_debug_list_live(struct uslab_cache *c, struct slab *s,
+						       unsigned long *budget)
+{
+	char *obj = slab_first_object(c, s);
+	unsigned long live = 0;
+
+	for (unsigned int i = 0; i < s->bump; i++, obj += c->size) {
+		const struct obj_debug *d = dbg(c, obj);
+		const struct track *t = &d->track[0];
+		char buf[320];
+
+		if (d->state == OBJ_FREE)
+			continue;
+		live++;
+		if (!*budget)
+			continue;
+		(*budget)--;
+		if (!(c->debug & USLAB_STORE_USER) || !t->depth)
+			usl_warn("cache %s: object %p still allocated", c->name, obj);
+		else
+			usl_warn("cache %s: object %p still allocated, by thread %u at %s", c->name,
+				 obj, t->tid, symbolise(t->addrs[0], buf, sizeof(buf)));
+	}
+	return live;
+}
