@@ -2,18 +2,19 @@
 # scripts/deps.sh [test|bench] - install the Debian packages uslab needs,
 # only those missing; quiet when everything is present. Idempotent.
 #
-#   test:  the compiler, CMake, pkg-config, clang-format, liburcu, and
-#          python3 and sqlite3 (tests/preload runs them on libuslab-malloc.so)
+#   test:  the compiler, CMake, pkg-config, clang-format, liburcu,
+#          python3 and sqlite3 (tests/preload runs them on libuslab-malloc.so),
+#          and valgrind (its client-request headers, and the memcheck test)
 #   bench: the above, plus the peer allocators and gnuplot, and the real
 #          programs bench/run-malloc runs under each malloc (redis, python3,
 #          sqlite3, gcc, GNU time)
 set -eu
 what=${1:-test}
 
-pkgs="gcc g++ make cmake pkg-config clang-format liburcu-dev python3 sqlite3"
+pkgs="gcc g++ make cmake pkg-config clang-format liburcu-dev python3 sqlite3 valgrind"
 if [ "$what" = bench ]; then
 	pkgs="$pkgs libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev"
-	pkgs="$pkgs libdpdk-dev gnuplot-nox valgrind"
+	pkgs="$pkgs libdpdk-dev gnuplot-nox"
 	pkgs="$pkgs redis-server redis-tools python3 sqlite3 time"
 fi
 

@@ -94,6 +94,14 @@
 #define USLAB_ASSERT(cond) ((void)sizeof(!(cond)))
 #endif
 
+/*
+ * NO_TAIL_CALL(v) - keep the call that produced @v from becoming a jump:
+ * the exported function stays on the stack, so the debug tier's
+ * backtraces of a statically linked program find its caller after the
+ * outermost uslab_* frame (slab_debug.c).
+ */
+#define NO_TAIL_CALL(v) __asm__ volatile("" : "+r"(v))
+
 #define READ_ONCE(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define WRITE_ONCE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 
@@ -279,6 +287,8 @@ struct barn {
 #define SLAB_MAX_COLOURS 16
 /* The debug tier's flags (slab_debug.c). */
 #define DEBUG_FLAGS (USLAB_CONSISTENCY_CHECKS | USLAB_RED_ZONE | USLAB_POISON | USLAB_STORE_USER)
+/* struct uslab_cache.debug: running on valgrind, objects told to memcheck (no public flag). */
+#define DEBUG_VALGRIND 0x1u
 #define CACHE_PUBLIC_FLAGS (USLAB_HWCACHE_ALIGN | USLAB_TYPESAFE_BY_RCU | DEBUG_FLAGS)
 
 /* struct uslab_cache.magic: a live cache, and one destroyed (cache_delete). */

@@ -270,8 +270,11 @@ void *uslab_priv_alloc_slow(struct uslab_cache *c)
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (!c->sheaf_capacity || !(p = pcs_self(c)))
-		return cache_alloc_direct(c);
+	if (!c->sheaf_capacity || !(p = pcs_self(c))) {
+		obj = cache_alloc_direct(c);
+		NO_TAIL_CALL(obj);
+		return obj;
+	}
 	thread_lock_self();
 	pcs_stat(p, USLAB_STAT_ALLOC_SLOWPATH, 1);
 	if (pcs_refill_main(c, p, true)) {

@@ -39,6 +39,13 @@
  *              class size are RZ_ACTIVE too.
  *   poison     a free object reads POISON_FREE, its last byte POISON_END.
  *
+ * Under valgrind (RUNNING_ON_VALGRIND when a cache is created) every cache
+ * of the program is in the tier with DEBUG_VALGRIND at least: handed out
+ * and freed objects are told to memcheck as heap blocks (MALLOCLIKE and
+ * FREELIKE client requests), so it reports reads of uninitialised object
+ * bytes, use after free, and objects leaked; this file's own accesses to
+ * free objects are hidden from it.
+ *
  * Reports go through debug.c: "uslab: BUG <cache>: <what> at <address>",
  * the details, then abort() or, with USLAB_ON_BUG=report, the program goes
  * on (a bad free is ignored, clobbered bytes are restored).
@@ -56,6 +63,17 @@
 
 #include "internal.h"
 
+#if USLAB_VALGRIND
+#include <valgrind/memcheck.h>
+#else
+#define RUNNING_ON_VALGRIND 0
+#define VALGRIND_MALLOCLIKE_BLOCK(a, n, rz, z) ((void)(a))
+#define VALGRIND_FREELIKE_BLOCK(a, rz) ((void)(a))
+#define VALGRIND_RESIZEINPLACE_BLOCK(a, o, n, rz) ((void)(a))
+#define VALGRIND_DISABLE_ERROR_REPORTING ((void)0)
+#define VALGRIND_ENABLE_ERROR_REPORTING ((void)0)
+#endif
+
 #define OBJ_FREE 0xf4eef4eeu
 #define OBJ_ALLOC 0xa110ca7eu
 #define OBJ_RCU 0x2c0f2ee0u
@@ -65,11 +83,11 @@
 #define POISON_FREE 0x6b
 #define POISON_END 0xa5
 
-#define TRACK_DEPTH 12
+#define TRACK_DEPTH 16
 
 /* Who allocated or freed an object last (U). */
 struct track {
-	void *addrs[TRACK_DEPTH]; /* return addresses, the caller first */
+	void *addrs[TRACK_DEPTH]; /* return addresses, innermost first */
 	uint64_t when_ns;	  /* CLOCK_MONOTONIC */
 	uint32_t tid;
 	uint32_t depth;
@@ -122,6 +140,8 @@ unsigned int slab_debug_flags(const char *name, unsigned int flags, bool bound)
 	if (flags & (CACHE_INTERNAL | CACHE_LARGE))
 		return 0;
 	d |= debug_selects(name);
+	if (RUNNING_ON_VALGRIND)
+		d |= DEBUG_VALGRIND;
 	if (bound)
 		d &= ~USLAB_POISON;
 	if (d && !__atomic_load_n(&slab_debug_on, __ATOMIC_RELAXED)) {
@@ -144,10 +164,15 @@ size_t slab_debug_layout(struct uslab_cache *c)
 		meta += 2 * sizeof(struct track);
 	c->obj_off = 0;
 	c->dbg_off = (unsigned int)ALIGN_UP((size_t)c->object_size, 8);
-	if (c->debug & USLAB_RED_ZONE) {
+	/*
+	 * A left red zone; under valgrind too, so that no object starts at its
+	 * slab's base, which the slab descriptor holds (memcheck would find
+	 * every leaked first object still reachable through it).
+	 */
+	if (c->debug & (USLAB_RED_ZONE | DEBUG_VALGRIND))
 		c->obj_off = (unsigned int)ALIGN_UP((size_t)16, (size_t)c->align);
+	if (c->debug & USLAB_RED_ZONE)
 		c->dbg_off = (unsigned int)ALIGN_UP((size_t)c->object_size + 8, 8);
-	}
 	return c->obj_off + c->dbg_off + meta;
 }
 
@@ -158,23 +183,29 @@ static inline struct obj_debug *dbg(const struct uslab_cache *c, const void *obj
 	return (struct obj_debug *)(void *)((char *)obj + c->dbg_off);
 }
 
+/* (Neither ASan nor memcheck sees these: free objects are the allocator's.) */
 static NO_SANITIZE_ADDRESS void fill(void *p, int v, size_t n)
 {
 	volatile unsigned char *b = p;
 
+	VALGRIND_DISABLE_ERROR_REPORTING;
 	for (size_t i = 0; i < n; i++)
 		b[i] = (unsigned char)v;
+	VALGRIND_ENABLE_ERROR_REPORTING;
 }
 
 /* The first byte of [p, p + n) that is not @v, or NULL. */
 static NO_SANITIZE_ADDRESS const unsigned char *first_not(const void *p, int v, size_t n)
 {
 	const volatile unsigned char *b = p;
+	const unsigned char *bad = NULL;
 
-	for (size_t i = 0; i < n; i++)
+	VALGRIND_DISABLE_ERROR_REPORTING;
+	for (size_t i = 0; i < n && !bad; i++)
 		if (b[i] != (unsigned char)v)
-			return (const unsigned char *)b + i;
-	return NULL;
+			bad = (const unsigned char *)b + i;
+	VALGRIND_ENABLE_ERROR_REPORTING;
+	return bad;
 }
 
 struct bt {
@@ -249,12 +280,35 @@ static const char *symbolise(const void *addr, char *buf, size_t len)
 	return buf;
 }
 
+/*
+ * The first frame of @addrs[0..n) that is the program's. Linked as a
+ * shared library, the capture skipped uslab's frames already (its code's
+ * range is known); linked statically, the frames up to the outermost one
+ * in an exported uslab_* function are uslab's (named when the program is
+ * linked with -rdynamic; if none is, every frame is shown).
+ */
+static unsigned int first_caller(void *const *addrs, unsigned int n)
+{
+	unsigned int first = 0;
+
+	if (lib_end)
+		return 0;
+	for (unsigned int i = 0; i < n && i < 10; i++) {
+		Dl_info info;
+
+		if (dladdr((char *)addrs[i] - 1, &info) && info.dli_sname &&
+		    !strncmp(info.dli_sname, "uslab_", 6))
+			first = i + 1;
+	}
+	return first < n ? first : 0;
+}
+
 static void print_backtrace(void *const *addrs, unsigned int n)
 {
 	char buf[320];
 
-	for (unsigned int i = 0; i < n; i++)
-		usl_report_line("    #%u %s", i, symbolise(addrs[i], buf, sizeof(buf)));
+	for (unsigned int i = first_caller(addrs, n), k = 0; i < n; i++, k++)
+		usl_report_line("    #%u %s", k, symbolise(addrs[i], buf, sizeof(buf)));
 }
 
 static NO_SANITIZE_ADDRESS void print_track(const struct uslab_cache *c, const void *obj, int which)
@@ -321,7 +375,7 @@ static bool report(const struct uslab_cache *c, const void *addr, const char *wh
 	va_start(ap, what);
 	vsnprintf(line, sizeof(line), what, ap);
 	va_end(ap);
-	if (!usl_report(c, addr, n ? addrs[0] : NULL, what, "%s", line))
+	if (!usl_report(c, addr, n ? addrs[first_caller(addrs, n)] : NULL, what, "%s", line))
 		return false;
 	usl_report_line("  this call, by thread %u:", (unsigned int)gettid());
 	print_backtrace(addrs, n);
@@ -454,9 +508,12 @@ NO_SANITIZE_ADDRESS void slab_debug_alloc(struct uslab_cache *c, void **objs, si
 		uint32_t st = OBJ_FREE;
 
 		if (unlikely(!state_move(d, &st, OBJ_ALLOC))) {
-			/* Only a wild write reaches here: the slab listed it as free. */
-			bool details =
-				report(c, obj, "free object's state overwritten (0x%08x)", st);
+			/* The freelist named an object that is not free: corrupted. */
+			bool details = report(
+				c, obj, "%s (state 0x%08x)",
+				st == OBJ_ALLOC ? "freelist corrupted: an allocated object on it" :
+						  "free object's state overwritten",
+				st);
 
 			d->state = OBJ_ALLOC;
 			report_object(c, obj, details);
@@ -466,6 +523,8 @@ NO_SANITIZE_ADDRESS void slab_debug_alloc(struct uslab_cache *c, void **objs, si
 		d->orig_size = c->object_size;
 		set_red_zones(c, obj, RZ_ACTIVE);
 		track_set(c, obj, 0);
+		/* Undefined bytes, unless a constructor set them. */
+		VALGRIND_MALLOCLIKE_BLOCK(obj, c->object_size, 0, c->ctor != NULL);
 	}
 }
 
@@ -519,6 +578,8 @@ NO_SANITIZE_ADDRESS bool slab_debug_free(struct uslab_cache *c, void *p)
 		if (likely(state_move(d, &st, OBJ_FREE)))
 			goto freed;
 	}
+	if (st == OBJ_FREE)
+		VALGRIND_FREELIKE_BLOCK(obj, 0); /* memcheck: "Invalid free()", with its stacks */
 	report_object(c, obj,
 		      report(c, obj, "%s",
 			     st == OBJ_FREE ? "double free" :
@@ -529,6 +590,7 @@ freed:
 	track_set(c, obj, 1);
 	set_red_zones(c, obj, RZ_INACTIVE);
 	poison(c, obj);
+	VALGRIND_FREELIKE_BLOCK(obj, 0);
 	return true;
 }
 
@@ -583,6 +645,7 @@ NO_SANITIZE_ADDRESS void slab_debug_set_size(struct uslab_cache *c, void *obj, s
 	struct obj_debug *d = dbg(c, obj);
 
 	USLAB_ASSERT(size && size <= c->object_size);
+	VALGRIND_RESIZEINPLACE_BLOCK(obj, d->orig_size, size, 0);
 	d->orig_size = (uint32_t)size;
 	if (c->debug & USLAB_RED_ZONE)
 		fill((char *)obj + size, RZ_ACTIVE, c->object_size - size);
@@ -669,7 +732,9 @@ NO_SANITIZE_ADDRESS unsigned long slab_debug_list_live(struct uslab_cache *c, st
 			usl_warn("cache %s: object %p still allocated", c->name, obj);
 		else
 			usl_warn("cache %s: object %p still allocated, by thread %u at %s", c->name,
-				 obj, t->tid, symbolise(t->addrs[0], buf, sizeof(buf)));
+				 obj, t->tid,
+				 symbolise(t->addrs[first_caller(t->addrs, t->depth)], buf,
+					   sizeof(buf)));
 	}
 	return live;
 }
