@@ -185,8 +185,37 @@ _Static_assert(offsetof(struct slab, next) == offsetof(struct slab, list.next),
 
 INTERNAL struct slab *os_slab_alloc(unsigned int order);
 INTERNAL void os_slab_free(struct slab *s);
-INTERNAL struct slab *os_slab_lookup(const void *p);
 INTERNAL void os_slab_prefetch(const void *p);
+
+/* User addresses are below 2^VA_BITS; the registry has one entry per 2^ARENA_SHIFT bytes. */
+#define VA_BITS 47
+#define ARENA_GRANULE (1ul << ARENA_SHIFT)
+
+/*
+ * os_slab_lookup - the descriptor of the live slab holding @p, or NULL
+ * (not in a slab owned by a cache) in O(1) without a lock: one load of
+ * the slab registry (uslab_priv_slab_map, os.c's), a shift, the
+ * descriptor's owner. Descriptors are never unmapped, so a lookup racing
+ * with an arena's release reads a free slot. Inline: the library's free
+ * checks every pointer with it.
+ */
+static inline struct slab *os_slab_lookup(const void *p)
+{
+	uintptr_t a = (uintptr_t)p, e;
+	struct slab *s;
+
+	if (unlikely(a >> VA_BITS))
+		return NULL;
+	e = __atomic_load_n(&uslab_priv_slab_map[a >> ARENA_SHIFT], __ATOMIC_ACQUIRE);
+	if (!e)
+		return NULL;
+	/* Arenas cover whole granules: the index stays inside the arena's slots. */
+	s = (struct slab *)(e & ~(uintptr_t)(CACHELINE - 1)) +
+	    ((a & (ARENA_GRANULE - 1)) >> (e & (CACHELINE - 1)));
+	if (!__atomic_load_n(&s->cache, __ATOMIC_ACQUIRE))
+		return NULL;
+	return s;
+}
 INTERNAL void *os_mmap(size_t size);
 INTERNAL void os_munmap(void *p, size_t size);
 INTERNAL void os_fork_prepare(void);
@@ -491,6 +520,7 @@ INTERNAL bool pcs_refill_main(struct uslab_cache *c, struct pcs *p, bool from_sl
 INTERNAL bool pcs_make_room(struct uslab_cache *c, struct pcs *p, bool may_flush);
 INTERNAL void pcs_drain(struct pcs *p);
 INTERNAL void pcs_flush_self(struct uslab_cache *c);
+INTERNAL void pcs_push(struct uslab_cache *c, void *obj);
 INTERNAL size_t pcs_gather_self(struct uslab_cache *c, void **dst, size_t max);
 INTERNAL void pcs_stat(struct pcs *p, enum uslab_stat_item item, uint64_t n);
 INTERNAL void pcs_events_sum(const struct pcs *p, uint64_t *ev);

@@ -333,7 +333,7 @@ void uslab_kfree(const void *p)
 		struct uslab_cache *c = __atomic_load_n(&s->cache, __ATOMIC_ACQUIRE);
 
 		if (likely(c && !(c->flags & CACHE_LARGE))) {
-			uslab_cache_free(c, (void *)p);
+			pcs_push(c, (void *)p); /* (its cache is the slab's: no check) */
 			return;
 		}
 	}

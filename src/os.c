@@ -83,8 +83,6 @@
 
 #include "internal.h"
 
-#define ARENA_GRANULE (1ul << ARENA_SHIFT)
-#define VA_BITS 47
 #define MAP_ENTRIES (1ul << (VA_BITS - ARENA_SHIFT))
 /* An os call stops adding slabs to its purge batch beyond this many bytes. */
 #define PURGE_BATCH_BYTES (256ul << 10)
@@ -608,24 +606,6 @@ size_t os_dirty_bytes(void)
 	n = dirty_bytes;
 	ulock_unlock(&os_lock);
 	return n;
-}
-
-struct slab *os_slab_lookup(const void *p)
-{
-	uintptr_t a = (uintptr_t)p, e;
-	struct slab *s;
-
-	if (unlikely(a >> VA_BITS))
-		return NULL;
-	e = __atomic_load_n(&slab_map[a >> ARENA_SHIFT], __ATOMIC_ACQUIRE);
-	if (!e)
-		return NULL;
-	/* Arenas cover whole granules: the index stays inside the arena's slots. */
-	s = (struct slab *)(e & ~(uintptr_t)(CACHELINE - 1)) +
-	    ((a & (ARENA_GRANULE - 1)) >> (e & (CACHELINE - 1)));
-	if (!__atomic_load_n(&s->cache, __ATOMIC_ACQUIRE))
-		return NULL;
-	return s;
 }
 
 /*

@@ -456,22 +456,15 @@ void *uslab_cache_alloc(struct uslab_cache *c)
 }
 
 /*
- * ~15 instructions, four branches (NULL object, NULL cache, full, the
- * object on top: an immediate double free), no lock, no atomic.
+ * pcs_push - the push of the library's frees (uslab_cache_free, and
+ * uslab_kfree once it found the cache): SLUB's naive double-free check,
+ * then onto main, or the slow path when main is full.
  */
-void uslab_cache_free(struct uslab_cache *c, void *obj)
+void pcs_push(struct uslab_cache *c, void *obj)
 {
-	struct pcs *p;
-	void **top;
+	struct pcs *p = pcs_of(c);
+	void **top = p->hot.top;
 
-	if (unlikely(!obj))
-		return;
-	if (unlikely(!c)) {
-		uslab_priv_free_slow(c, obj);
-		return;
-	}
-	p = pcs_of(c);
-	top = p->hot.top;
 	if (unlikely(top == p->hot.limit)) {
 		uslab_priv_free_slow(c, obj);
 		return;
@@ -480,6 +473,34 @@ void uslab_cache_free(struct uslab_cache *c, void *obj)
 	obj_poison(c, obj);
 	*top = obj;
 	p->hot.top = top + 1;
+}
+
+/*
+ * About 28 instructions, seven branches (NULL object, NULL cache, the
+ * object in a live slab of @c: three, full, the object on top: an immediate
+ * double free), two loads for the slab check (the registry, the
+ * descriptor), no lock, no atomic. A pointer outside every slab or of another cache goes to the
+ * slow path, which reports it.
+ */
+void uslab_cache_free(struct uslab_cache *c, void *obj)
+{
+	uintptr_t a = (uintptr_t)obj, e;
+	const struct slab *s;
+
+	if (unlikely(!obj))
+		return;
+	/* os_slab_lookup() without its NULL owner test: @c is compared instead. */
+	if (unlikely(!c || (a >> VA_BITS) ||
+		     !(e = READ_ONCE(uslab_priv_slab_map[a >> ARENA_SHIFT]))))
+		goto slow;
+	s = (const struct slab *)(e & ~(uintptr_t)(CACHELINE - 1)) +
+	    ((a & (ARENA_GRANULE - 1)) >> (e & (CACHELINE - 1)));
+	if (unlikely(READ_ONCE(s->cache) != c))
+		goto slow;
+	pcs_push(c, obj);
+	return;
+slow:
+	uslab_priv_free_slow(c, obj); /* reports what is not an object of @c */
 }
 
 void *uslab_cache_zalloc(struct uslab_cache *c)

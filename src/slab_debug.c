@@ -39,7 +39,7 @@
  *              class size are RZ_ACTIVE too.
  *   poison     a free object reads POISON_FREE, its last byte POISON_END.
  *
- * Under valgrind (RUNNING_ON_VALGRIND when a cache is created) every cache
+ * Under valgrind's memcheck (asked when a cache is created) every cache
  * of the program is in the tier with DEBUG_VALGRIND at least: handed out
  * and freed objects are told to memcheck as heap blocks (MALLOCLIKE and
  * FREELIKE client requests), so it reports reads of uninitialised object
@@ -128,6 +128,27 @@ static int find_lib(struct dl_phdr_info *info, size_t size, void *arg)
 }
 
 /*
+ * Whether the program runs under valgrind's memcheck (other tools, such as
+ * callgrind measuring the fast paths, must see the caches as they are):
+ * only memcheck answers its own client requests (the default answer is 0).
+ */
+static bool on_memcheck(void)
+{
+#if USLAB_VALGRIND
+	static int known; /* 0: not asked yet, 1: no, 2: yes */
+
+	if (!known) {
+		char a = 0, v;
+
+		known = RUNNING_ON_VALGRIND && VALGRIND_GET_VBITS(&a, &v, 1) == 1 ? 2 : 1;
+	}
+	return known == 2;
+#else
+	return false;
+#endif
+}
+
+/*
  * slab_debug_flags - the debug flags of a new cache @name created with
  * @flags (its own, and USLAB_DEBUG's if it selects the cache). uslab's own
  * caches and large kmalloc objects are never in the tier. Poison is dropped
@@ -140,7 +161,7 @@ unsigned int slab_debug_flags(const char *name, unsigned int flags, bool bound)
 	if (flags & (CACHE_INTERNAL | CACHE_LARGE))
 		return 0;
 	d |= debug_selects(name);
-	if (RUNNING_ON_VALGRIND)
+	if (on_memcheck())
 		d |= DEBUG_VALGRIND;
 	if (bound)
 		d &= ~USLAB_POISON;
@@ -183,29 +204,36 @@ static inline struct obj_debug *dbg(const struct uslab_cache *c, const void *obj
 	return (struct obj_debug *)(void *)((char *)obj + c->dbg_off);
 }
 
-/* (Neither ASan nor memcheck sees these: free objects are the allocator's.) */
-static NO_SANITIZE_ADDRESS void fill(void *p, int v, size_t n)
+/*
+ * Fill and check bytes of objects: free objects are the allocator's, so
+ * memcheck is told to look away (debug caches are never ASan-poisoned).
+ * A word at a time: poisoning and checking a 256-byte object were most of
+ * P's cost byte by byte.
+ */
+static void fill(void *p, int v, size_t n)
 {
-	volatile unsigned char *b = p;
-
 	VALGRIND_DISABLE_ERROR_REPORTING;
-	for (size_t i = 0; i < n; i++)
-		b[i] = (unsigned char)v;
+	memset(p, v, n);
 	VALGRIND_ENABLE_ERROR_REPORTING;
 }
 
 /* The first byte of [p, p + n) that is not @v, or NULL. */
-static NO_SANITIZE_ADDRESS const unsigned char *first_not(const void *p, int v, size_t n)
+static const unsigned char *first_not(const void *p, int v, size_t n)
 {
-	const volatile unsigned char *b = p;
-	const unsigned char *bad = NULL;
+	const unsigned char *b = p;
+	uint64_t pat = 0x0101010101010101ull * (unsigned char)v, w;
+	size_t i = 0;
 
 	VALGRIND_DISABLE_ERROR_REPORTING;
-	for (size_t i = 0; i < n && !bad; i++)
-		if (b[i] != (unsigned char)v)
-			bad = (const unsigned char *)b + i;
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&w, b + i, 8);
+		if (w != pat)
+			break;
+	}
+	while (i < n && b[i] == (unsigned char)v)
+		i++;
 	VALGRIND_ENABLE_ERROR_REPORTING;
-	return bad;
+	return i < n ? b + i : NULL;
 }
 
 struct bt {
@@ -245,7 +273,17 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static NO_SANITIZE_ADDRESS void track_set(const struct uslab_cache *c, void *obj, int which)
+/* This thread's id (gettid() is a system call: once per thread). */
+static uint32_t thread_id(void)
+{
+	static __thread uint32_t tid;
+
+	if (unlikely(!tid))
+		tid = (uint32_t)gettid();
+	return tid;
+}
+
+static void track_set(const struct uslab_cache *c, void *obj, int which)
 {
 	struct track *t;
 
@@ -254,7 +292,7 @@ static NO_SANITIZE_ADDRESS void track_set(const struct uslab_cache *c, void *obj
 	t = &dbg(c, obj)->track[which];
 	t->depth = backtrace_caller(t->addrs, TRACK_DEPTH);
 	t->when_ns = now_ns();
-	t->tid = (uint32_t)gettid();
+	t->tid = thread_id();
 }
 
 /*
@@ -311,10 +349,10 @@ static void print_backtrace(void *const *addrs, unsigned int n)
 		usl_report_line("    #%u %s", k, symbolise(addrs[i], buf, sizeof(buf)));
 }
 
-static NO_SANITIZE_ADDRESS void print_track(const struct uslab_cache *c, const void *obj, int which)
+/* @now: one time for the whole report, so the two ages compare. */
+static void print_track(const struct uslab_cache *c, const void *obj, int which, uint64_t now)
 {
 	const struct track *t = &dbg(c, obj)->track[which];
-	uint64_t now = now_ns();
 
 	if (!t->when_ns) {
 		usl_report_line("  %s: never", which ? "last freed" : "allocated");
@@ -326,8 +364,7 @@ static NO_SANITIZE_ADDRESS void print_track(const struct uslab_cache *c, const v
 }
 
 /* Up to 64 bytes from @from (rounded down to 16) in hex, as offsets into the object. */
-static NO_SANITIZE_ADDRESS void hex_dump(const char *obj, const char *from, const char *lo,
-					 const char *hi)
+static void hex_dump(const char *obj, const char *from, const char *lo, const char *hi)
 {
 	const char *p = obj + ALIGN_DOWN(from - obj, 16);
 
@@ -360,27 +397,31 @@ static const char *state_name(uint32_t state)
 }
 
 /*
- * Start a report: its first line, and the call's backtrace. Return: false
- * when details are not wanted (the site was reported before).
+ * Start a report of problem @key (a constant string: with the caller, what
+ * report mode reports once): its first line, and the call's backtrace.
+ * Return: false when details are not wanted (reported before).
  */
-static bool report(const struct uslab_cache *c, const void *addr, const char *what, ...)
-	__attribute__((format(printf, 3, 4)));
-static bool report(const struct uslab_cache *c, const void *addr, const char *what, ...)
+static bool report_key(const struct uslab_cache *c, const void *addr, const char *key,
+		       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static bool report_key(const struct uslab_cache *c, const void *addr, const char *key,
+		       const char *fmt, ...)
 {
 	void *addrs[TRACK_DEPTH];
 	unsigned int n = backtrace_caller(addrs, TRACK_DEPTH);
 	char line[256];
 	va_list ap;
 
-	va_start(ap, what);
-	vsnprintf(line, sizeof(line), what, ap);
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	if (!usl_report(c, addr, n ? addrs[first_caller(addrs, n)] : NULL, what, "%s", line))
+	if (!usl_report(c, addr, n ? addrs[first_caller(addrs, n)] : NULL, key, "%s", line))
 		return false;
-	usl_report_line("  this call, by thread %u:", (unsigned int)gettid());
+	usl_report_line("  this call, by thread %u:", thread_id());
 	print_backtrace(addrs, n);
 	return true;
 }
+
+#define report(c, addr, ...) report_key((c), (addr), "", __VA_ARGS__)
 
 /* The object's history and end of the report (abort, or go on). */
 static void report_object(const struct uslab_cache *c, const void *obj, bool details)
@@ -389,8 +430,10 @@ static void report_object(const struct uslab_cache *c, const void *obj, bool det
 		usl_report_line("  object %p of %u bytes (%s), cache %s", obj, c->object_size,
 				state_name(dbg(c, obj)->state), c->name);
 		if (c->debug & USLAB_STORE_USER) {
-			print_track(c, obj, 0);
-			print_track(c, obj, 1);
+			uint64_t now = now_ns();
+
+			print_track(c, obj, 0, now);
+			print_track(c, obj, 1, now);
 		}
 	}
 	usl_report_end(c);
@@ -399,18 +442,19 @@ static void report_object(const struct uslab_cache *c, const void *obj, bool det
 /* ------------------------------------------------------------ checks */
 
 /*
- * Check that [p, p + n) of @obj reads @v; if not report @what with the
- * first bad byte and a dump, and restore it. Return: whether it did.
+ * Check that [p, p + n) of @obj reads @v; if not report @what (@detail
+ * after it) with the first bad byte and a dump, and restore the bytes.
+ * Return: whether they were intact.
  */
 static bool check_bytes(const struct uslab_cache *c, const char *obj, const char *p, size_t n,
-			int v, const char *what)
+			int v, const char *what, const char *detail)
 {
 	const unsigned char *bad = first_not(p, v, n);
 
 	if (likely(!bad))
 		return true;
-	if (report(c, obj, "%s (byte %+ld of the object reads 0x%02x, not 0x%02x)", what,
-		   (long)((const char *)bad - obj), *bad, v)) {
+	if (report_key(c, obj, what, "%s%s (byte %+ld of the object reads 0x%02x, not 0x%02x)",
+		       what, detail, (long)((const char *)bad - obj), *bad, v)) {
 		hex_dump(obj, (const char *)bad, p, p + n);
 		report_object(c, obj, true);
 	} else {
@@ -420,38 +464,30 @@ static bool check_bytes(const struct uslab_cache *c, const char *obj, const char
 	return false;
 }
 
-/* Check the red zones of @obj against @v (RZ_ACTIVE or RZ_INACTIVE). Return: whether sound. */
-static bool check_red_zones(const struct uslab_cache *c, char *obj, int v, const char *when)
+/* Check the red zones of @obj against @v (RZ_ACTIVE or RZ_INACTIVE; @when: a detail). */
+static void check_red_zones(const struct uslab_cache *c, char *obj, int v, const char *when)
 {
-	char what[96];
-	bool ok = true;
 	uint32_t orig = dbg(c, obj)->orig_size;
 
 	if (!(c->debug & USLAB_RED_ZONE))
-		return true;
-	snprintf(what, sizeof(what), "red zone before the object overwritten%s", when);
-	ok &= check_bytes(c, obj, obj - c->obj_off, c->obj_off, v, what);
-	snprintf(what, sizeof(what), "red zone after the object overwritten%s", when);
-	ok &= check_bytes(c, obj, obj + c->object_size, c->dbg_off - c->object_size, v, what);
-	if (v == RZ_ACTIVE && orig < c->object_size) {
-		snprintf(what, sizeof(what), "kmalloc red zone overwritten (%u bytes asked for)",
-			 orig);
-		ok &= check_bytes(c, obj, obj + orig, c->object_size - orig, v, what);
-	}
-	return ok;
+		return;
+	check_bytes(c, obj, obj - c->obj_off, c->obj_off, v,
+		    "red zone before the object overwritten", when);
+	check_bytes(c, obj, obj + c->object_size, c->dbg_off - c->object_size, v,
+		    "red zone after the object overwritten", when);
+	if (v == RZ_ACTIVE && orig < c->object_size)
+		check_bytes(c, obj, obj + orig, c->object_size - orig, v,
+			    "kmalloc red zone overwritten", ", past the size asked for");
 }
 
-static bool check_poison(const struct uslab_cache *c, char *obj)
+static void check_poison(const struct uslab_cache *c, char *obj)
 {
-	bool ok;
-
 	if (!(c->debug & USLAB_POISON))
-		return true;
-	ok = check_bytes(c, obj, obj, c->object_size - 1, POISON_FREE,
-			 "use after free: poison overwritten");
-	return check_bytes(c, obj, obj + c->object_size - 1, 1, POISON_END,
-			   "use after free: poison overwritten") &&
-	       ok;
+		return;
+	check_bytes(c, obj, obj, c->object_size - 1, POISON_FREE,
+		    "use after free: poison overwritten", "");
+	check_bytes(c, obj, obj + c->object_size - 1, 1, POISON_END,
+		    "use after free: poison overwritten", "");
 }
 
 static void poison(const struct uslab_cache *c, char *obj)
@@ -479,7 +515,7 @@ static inline bool state_move(struct obj_debug *d, uint32_t *from, uint32_t to)
 /* ------------------------------------------------------------- hooks */
 
 /* Every object of a new slab of @c, before it is published: free, zones, poison. */
-NO_SANITIZE_ADDRESS void slab_debug_setup_slab(struct uslab_cache *c, struct slab *s)
+void slab_debug_setup_slab(struct uslab_cache *c, struct slab *s)
 {
 	char *obj = slab_first_object(c, s);
 
@@ -500,7 +536,7 @@ NO_SANITIZE_ADDRESS void slab_debug_setup_slab(struct uslab_cache *c, struct sla
  * out: each was free, its red zones and poison intact (a write after free
  * is reported with the object's history), then it is allocated.
  */
-NO_SANITIZE_ADDRESS void slab_debug_alloc(struct uslab_cache *c, void **objs, size_t n)
+void slab_debug_alloc(struct uslab_cache *c, void **objs, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		char *obj = objs[i];
@@ -537,7 +573,7 @@ NO_SANITIZE_ADDRESS void slab_debug_alloc(struct uslab_cache *c, void **objs, si
  * Then it is free: red zones inactive, poisoned, the free recorded.
  * Return: true to free it; false when it must not be (reported).
  */
-NO_SANITIZE_ADDRESS bool slab_debug_free(struct uslab_cache *c, void *p)
+bool slab_debug_free(struct uslab_cache *c, void *p)
 {
 	struct slab *s = os_slab_lookup(p);
 	struct uslab_cache *owner = s ? __atomic_load_n(&s->cache, __ATOMIC_ACQUIRE) : NULL;
@@ -599,7 +635,7 @@ freed:
  * an object of a debug cache, check it as a free and mark it queued.
  * Return: false when it must not be queued (reported).
  */
-NO_SANITIZE_ADDRESS bool slab_debug_free_rcu(void *obj)
+bool slab_debug_free_rcu(void *obj)
 {
 	struct slab *s = os_slab_lookup(obj);
 	struct uslab_cache *c = s ? __atomic_load_n(&s->cache, __ATOMIC_ACQUIRE) : NULL;
@@ -627,7 +663,7 @@ NO_SANITIZE_ADDRESS bool slab_debug_free_rcu(void *obj)
 }
 
 /* The grace period of @objs[0..n) is over: those of debug caches are allocated again, to be freed. */
-NO_SANITIZE_ADDRESS void slab_debug_rcu_done(void *const *objs, size_t n)
+void slab_debug_rcu_done(void *const *objs, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		struct slab *s = objs[i] ? os_slab_lookup(objs[i]) : NULL;
@@ -640,7 +676,7 @@ NO_SANITIZE_ADDRESS void slab_debug_rcu_done(void *const *objs, size_t n)
 }
 
 /* kmalloc: @obj of debug class @c was asked for @size bytes; the rest is red zone (Z). */
-NO_SANITIZE_ADDRESS void slab_debug_set_size(struct uslab_cache *c, void *obj, size_t size)
+void slab_debug_set_size(struct uslab_cache *c, void *obj, size_t size)
 {
 	struct obj_debug *d = dbg(c, obj);
 
@@ -652,7 +688,7 @@ NO_SANITIZE_ADDRESS void slab_debug_set_size(struct uslab_cache *c, void *obj, s
 }
 
 /* The bytes @obj of debug cache @c was asked for (kmalloc: its usable size). */
-NO_SANITIZE_ADDRESS size_t slab_debug_size(const struct uslab_cache *c, const void *obj)
+size_t slab_debug_size(const struct uslab_cache *c, const void *obj)
 {
 	return dbg(c, obj)->orig_size;
 }
@@ -663,7 +699,7 @@ NO_SANITIZE_ADDRESS size_t slab_debug_size(const struct uslab_cache *c, const vo
  * problem is one line (nothing is repaired). Under the node lock.
  * Return: problems found.
  */
-NO_SANITIZE_ADDRESS unsigned long slab_debug_check_slab(struct uslab_cache *c, struct slab *s)
+unsigned long slab_debug_check_slab(struct uslab_cache *c, struct slab *s)
 {
 	char *obj = slab_first_object(c, s);
 	unsigned long errors = 0;
@@ -711,8 +747,7 @@ NO_SANITIZE_ADDRESS unsigned long slab_debug_check_slab(struct uslab_cache *c, s
  * @s, with its allocation's caller (U), while *@budget lines remain.
  * Under the node lock. Return: objects allocated in @s.
  */
-NO_SANITIZE_ADDRESS unsigned long slab_debug_list_live(struct uslab_cache *c, struct slab *s,
-						       unsigned long *budget)
+unsigned long slab_debug_list_live(struct uslab_cache *c, struct slab *s, unsigned long *budget)
 {
 	char *obj = slab_first_object(c, s);
 	unsigned long live = 0;

@@ -193,6 +193,29 @@ static void double_free_at_call(void *arg)
 	_exit(0); /* not reached */
 }
 
+/*
+ * The library's free checks every pointer at the call, sheaves or not:
+ * in a live slab of this very cache (a malloc'd or stack pointer, or an
+ * object of another cache, stops there, not at the next flush).
+ */
+static void foreign_at_library_call(void *arg)
+{
+	char on_stack[64];
+
+	(void)arg;
+	(uslab_cache_free)(cache, on_stack);
+	_exit(0); /* not reached */
+}
+
+static void wrong_cache_at_library_call(void *arg)
+{
+	struct uslab_cache *d = uslab_cache_create("elsewhere", 96, NULL, 0);
+
+	(void)arg;
+	(uslab_cache_free)(cache, uslab_cache_alloc(d));
+	_exit(0);
+}
+
 static void test_handles(void)
 {
 	struct uslab_cache *c = uslab_cache_create("handles", 64, NULL, 0);
@@ -239,6 +262,12 @@ static void test_handles(void)
 			   "uslab: BUG victim: double free (the object is on top of this "
 			   "thread's sheaf)"),
 	      "immediate double free, at the library's call");
+	CHECK(expect_death(foreign_at_library_call, NULL,
+			   "uslab: BUG victim: free of a pointer uslab did not hand out"),
+	      "stack pointer, at the library's call (sheaves)");
+	CHECK(expect_death(wrong_cache_at_library_call, NULL,
+			   "uslab: BUG victim: object of cache elsewhere freed to this cache"),
+	      "wrong cache, at the library's call (sheaves)");
 	uslab_cache_destroy(cache);
 	/* Documented errors, not bugs. */
 	errno = 0;
