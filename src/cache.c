@@ -1113,19 +1113,39 @@ struct uslab_cache *cache_new(const char *name, size_t size, size_t align, void 
 	return c;
 }
 
-/* Free the descriptor of a cache that is on no list and owns no slab. */
+/*
+ * Destroyed descriptors wait in a ring before they are freed for reuse: a
+ * stale handle keeps reading CACHE_MAGIC_DEAD (cache_check_live()), and
+ * its fast paths the always-empty pcs entry, until this many more caches
+ * have been destroyed; only then can it name a new cache.
+ */
+#define CACHE_QUARANTINE 64
+static struct uslab_cache *quarantine[CACHE_QUARANTINE];
+static unsigned int quarantine_next;
+
+/* Retire the descriptor of a cache that is on no list and owns no slab. */
 void cache_delete(struct uslab_cache *c)
 {
+	struct uslab_cache *old;
+
 	USLAB_ASSERT(!c->node.nr_slabs && !c->nr_deferred);
 	c->magic = CACHE_MAGIC_DEAD;
-	cache_free_direct(&cache_cache, c);
+	c->hot.pcs_off = 0; /* a stale handle's inline paths miss, and reach the check */
+	ulock_lock(&caches_lock);
+	old = quarantine[quarantine_next];
+	quarantine[quarantine_next] = c;
+	quarantine_next = (quarantine_next + 1) % CACHE_QUARANTINE;
+	ulock_unlock(&caches_lock);
+	if (old)
+		cache_free_direct(&cache_cache, old);
 }
 
 /*
  * cache_check_live - stop the program when @c, passed to @call, is NULL
  * or not a live cache (destroyed, or not a cache at all). A destroyed
- * descriptor keeps reading CACHE_MAGIC_DEAD (or zeros, or an index array)
- * until a new cache reuses it; a handle then names that cache.
+ * descriptor keeps reading CACHE_MAGIC_DEAD while it is in the quarantine
+ * of cache_delete(), and until a new cache reuses it after that; a stale
+ * handle then names that cache.
  */
 NO_SANITIZE_ADDRESS void cache_check_live(const struct uslab_cache *c, const char *call)
 {

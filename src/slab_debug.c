@@ -543,6 +543,11 @@ void slab_debug_alloc(struct uslab_cache *c, void **objs, size_t n)
 		struct obj_debug *d = dbg(c, obj);
 		uint32_t st = OBJ_FREE;
 
+		/* (Checked while it still reads free, so a report says so.) */
+		if (likely(__atomic_load_n(&d->state, __ATOMIC_ACQUIRE) == OBJ_FREE)) {
+			check_red_zones(c, obj, RZ_INACTIVE, " while the object was free");
+			check_poison(c, obj);
+		}
 		if (unlikely(!state_move(d, &st, OBJ_ALLOC))) {
 			/* The freelist named an object that is not free: corrupted. */
 			bool details = report(
@@ -554,8 +559,6 @@ void slab_debug_alloc(struct uslab_cache *c, void **objs, size_t n)
 			d->state = OBJ_ALLOC;
 			report_object(c, obj, details);
 		}
-		check_red_zones(c, obj, RZ_INACTIVE, " while the object was free");
-		check_poison(c, obj);
 		d->orig_size = c->object_size;
 		set_red_zones(c, obj, RZ_ACTIVE);
 		track_set(c, obj, 0);
