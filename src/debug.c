@@ -31,16 +31,14 @@ static void write_line(const char *buf, int len)
 		return;
 }
 
-void usl_bug(const struct uslab_cache *c, const void *addr, const char *fmt, ...)
+/* The first line of every report: "uslab: BUG <cache>: <what> at <address>". */
+static void bug_line(const struct uslab_cache *c, const void *addr, const char *fmt, va_list ap)
 {
 	char buf[512];
 	int len;
-	va_list ap;
 
 	len = snprintf(buf, sizeof(buf), "uslab: BUG %s: ", c ? c->name : "-");
-	va_start(ap, fmt);
 	len += vsnprintf(buf + len, sizeof(buf) - (size_t)len, fmt, ap);
-	va_end(ap);
 	if (len < (int)sizeof(buf))
 		len += snprintf(buf + len, sizeof(buf) - (size_t)len, " at %p\n", addr);
 	if (len >= (int)sizeof(buf)) {
@@ -48,6 +46,15 @@ void usl_bug(const struct uslab_cache *c, const void *addr, const char *fmt, ...
 		buf[len - 1] = '\n';
 	}
 	write_line(buf, len);
+}
+
+void usl_bug(const struct uslab_cache *c, const void *addr, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	bug_line(c, addr, fmt, ap);
+	va_end(ap);
 	abort();
 }
 
@@ -171,30 +178,29 @@ static bool site_new(const void *site, const void *key)
 	return false; /* the set is full: report no more */
 }
 
+/* Whether a problem in @c stops the program (USLAB_ON_BUG; unset: caches with F). */
+static bool aborts(const struct uslab_cache *c)
+{
+	return usl_opt.on_bug == ON_BUG_ABORT ||
+	       (usl_opt.on_bug == ON_BUG_DEFAULT && (!c || (c->debug & USLAB_CONSISTENCY_CHECKS)));
+}
+
+/*
+ * usl_report - count a problem the debug tier found in @c and print its
+ * first line, unless the program goes on after it and (@site, @key) was
+ * reported before. Return: whether it was printed (then the details).
+ */
 bool usl_report(const struct uslab_cache *c, const void *addr, const void *site, const void *key,
 		const char *fmt, ...)
 {
-	char buf[512];
-	int len;
 	va_list ap;
 
 	__atomic_add_fetch(&bug_count, 1, __ATOMIC_RELAXED);
-	if (usl_opt.on_bug == ON_BUG_REPORT ||
-	    (usl_opt.on_bug == ON_BUG_DEFAULT && c && !(c->debug & USLAB_CONSISTENCY_CHECKS))) {
-		if (!site_new(site, key))
-			return false;
-	}
-	len = snprintf(buf, sizeof(buf), "uslab: BUG %s: ", c ? c->name : "-");
+	if (!aborts(c) && !site_new(site, key))
+		return false;
 	va_start(ap, fmt);
-	len += vsnprintf(buf + len, sizeof(buf) - (size_t)len, fmt, ap);
+	bug_line(c, addr, fmt, ap);
 	va_end(ap);
-	if (len < (int)sizeof(buf))
-		len += snprintf(buf + len, sizeof(buf) - (size_t)len, " at %p\n", addr);
-	if (len >= (int)sizeof(buf)) {
-		len = (int)sizeof(buf);
-		buf[len - 1] = '\n';
-	}
-	write_line(buf, len);
 	return true;
 }
 
@@ -213,10 +219,10 @@ void usl_report_line(const char *fmt, ...)
 	write_line(buf, len);
 }
 
+/* The end of a report: abort() or go on. */
 void usl_report_end(const struct uslab_cache *c)
 {
-	if (usl_opt.on_bug == ON_BUG_ABORT ||
-	    (usl_opt.on_bug == ON_BUG_DEFAULT && (!c || (c->debug & USLAB_CONSISTENCY_CHECKS))))
+	if (aborts(c))
 		abort();
 }
 
