@@ -428,7 +428,8 @@ static void report_object(const struct uslab_cache *c, const void *obj, bool det
 {
 	if (details) {
 		usl_report_line("  object %p of %u bytes (%s), cache %s", obj, c->object_size,
-				state_name(dbg(c, obj)->state), c->name);
+				state_name(__atomic_load_n(&dbg(c, obj)->state, __ATOMIC_ACQUIRE)),
+				c->name);
 		if (c->debug & USLAB_STORE_USER) {
 			uint64_t now = now_ns();
 
@@ -556,7 +557,7 @@ void slab_debug_alloc(struct uslab_cache *c, void **objs, size_t n)
 						  "free object's state overwritten",
 				st);
 
-			d->state = OBJ_ALLOC;
+			__atomic_store_n(&d->state, OBJ_ALLOC, __ATOMIC_RELEASE);
 			report_object(c, obj, details);
 		}
 		d->orig_size = c->object_size;
@@ -760,7 +761,7 @@ unsigned long slab_debug_list_live(struct uslab_cache *c, struct slab *s, unsign
 		const struct track *t = &d->track[0];
 		char buf[320];
 
-		if (d->state == OBJ_FREE)
+		if (__atomic_load_n(&d->state, __ATOMIC_ACQUIRE) == OBJ_FREE)
 			continue;
 		live++;
 		if (!*budget)
