@@ -321,8 +321,19 @@ static int cache_setup(struct uslab_cache *c, const char *name, size_t size, siz
 			a = ralign;
 	}
 	if (debug) {
-		/* Red zones and metadata around every object (slab_debug.c); no byte of a free
-		   object is the allocator's, as with a constructor. */
+		/*
+		 * Red zones and metadata around every object (slab_debug.c); no
+		 * byte of a free object is the allocator's, as with a constructor.
+		 * The objects keep the alignment they have without the tier (a
+		 * power-of-two size: that size, up to a page; kmalloc promises
+		 * it, and malloc's 16 bytes rest on it).
+		 */
+		size_t natural = (size_t)size & -(size_t)size;
+
+		if (natural > PAGE_SIZE)
+			natural = PAGE_SIZE;
+		if (natural > a)
+			a = natural;
 		c->debug = debug;
 		c->object_size = (unsigned int)size;
 		c->align = (unsigned int)a;

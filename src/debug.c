@@ -100,14 +100,17 @@ static unsigned int letter_flag(char l)
 }
 
 /*
- * debug_parse - read USLAB_DEBUG (options.c): letters of F, Z, P, U (or
- * "1" for all four, "-" or "0" for none), then optionally ",name,name...".
- * NULL resets to none. Return: 0, or -EINVAL (nothing selected).
+ * debug_parse - read USLAB_DEBUG (options.c), the kernel's slab_debug=
+ * syntax: letters of F, Z, P, U ("1", or none before a comma: all four;
+ * "-" or "0": none), then optionally ",name,name..." (empty names, as in a
+ * trailing comma, are ignored; none at all: every cache). NULL resets to
+ * none. Return: 0, or -EINVAL (nothing selected).
  */
 int debug_parse(const char *s)
 {
 	unsigned int flags = 0;
 	const char *p = s;
+	size_t len;
 
 	env_flags = 0;
 	env_names[0] = 0;
@@ -118,6 +121,8 @@ int debug_parse(const char *s)
 		p++;
 	} else if (*p == '-' || *p == '0') {
 		p++;
+	} else if (!*p || *p == ',') {
+		flags = DEBUG_FLAGS;
 	} else {
 		for (; *p && *p != ','; p++) {
 			if (!letter_flag(*p))
@@ -127,10 +132,11 @@ int debug_parse(const char *s)
 	}
 	if (*p && *p != ',')
 		return -EINVAL;
-	if (*p == ',') {
-		if (strlen(p) + 2 > sizeof(env_names))
-			return -EINVAL;
-		/* ",a,b" -> ",a,b," so a name matches as ",name,". */
+	/* ",a,,b," -> ",a,,b," (a name matches as ",name,"); nothing but commas: every cache. */
+	len = strlen(p);
+	if (len + 2 > sizeof(env_names))
+		return -EINVAL;
+	if (strspn(p, ",") != len) {
 		strcpy(env_names, p);
 		strcat(env_names, ",");
 	}

@@ -46,6 +46,7 @@ static void fork_parent(void)
 static void fork_child(void)
 {
 	os_fork_child();
+	slab_debug_fork_child();
 	cache_fork_child();
 	ulock_init(&caches_lock);
 	lockdep_fork_child();

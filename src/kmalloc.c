@@ -318,6 +318,11 @@ void uslab_priv_kfree_slow(const void *p)
 
 	if (USLAB_ZERO_OR_NULL_PTR(p) || unlikely(in_boot_heap(p)))
 		return;
+	s = os_slab_lookup(p);
+	if (s && unlikely(s->cache->debug)) {
+		uslab_cache_free(s->cache, (void *)p); /* its checks report, then go on or stop */
+		return;
+	}
 	s = object_slab(p, "kfree");
 	if (s->cache->flags & CACHE_LARGE)
 		cache_large_free(s);
@@ -351,8 +356,11 @@ size_t uslab_ksize(const void *p)
 	s = object_slab(p, "ksize");
 	if (s->cache->flags & CACHE_LARGE)
 		return s->large_size;
-	/* A debug class: the bytes asked for (beyond them is red zone). */
-	return unlikely(s->cache->debug) ? slab_debug_size(s->cache, p) : s->cache->object_size;
+	/* A debug cache: the bytes asked for (beyond them is red zone); 0 if freed (reported). */
+	if (unlikely(s->cache->debug))
+		return slab_debug_allocated(s->cache, p, "ksize") ? slab_debug_size(s->cache, p) :
+								    0;
+	return s->cache->object_size;
 }
 
 void uslab_kfree_sensitive(const void *p)
@@ -411,18 +419,22 @@ void *uslab_krealloc(const void *p, size_t size)
 		} else {
 			struct uslab_cache *c = s->cache;
 
+			if (unlikely(c->debug) && !slab_debug_allocated(c, p, "krealloc")) {
+				errno = EINVAL; /* a use after free, reported: nothing done */
+				return NULL;
+			}
 			old = c->object_size;
 			/* Its class still fits (any object of another cache: it fits). */
 			if (size <= old && (!(c->flags & CACHE_KMALLOC) ||
 					    uslab_kmalloc_class_size(size) == old)) {
 				if (unlikely(c->debug) && (c->flags & CACHE_KMALLOC))
 					slab_debug_set_size(c, (void *)p,
-							    size); /* red zone moves */
+							    size); /* the zone moves */
 				return (void *)p;
 			}
+			/* (A debug cache: only the bytes asked for are the caller's.) */
 			if (unlikely(c->debug))
-				old = slab_debug_size(c,
-						      p); /* (only those bytes are the caller's) */
+				old = slab_debug_size(c, p);
 		}
 	}
 	q = uslab_kmalloc(size);

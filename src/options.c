@@ -80,7 +80,7 @@ static const struct option_row {
 	  "probability[,interval[,times[,cache]]]: allocations fail with ENOMEM (failslab)", NULL,
 	  failslab_parse },
 	{ "USLAB_DEBUG", NULL, 0, 0, 0,
-	  "debug tier letters F, Z, P, U (or 1: all), then optionally ,cache,cache...", NULL,
+	  "debug tier letters F, Z, P, U (1 or none: all), then optionally ,cache,cache...", NULL,
 	  debug_parse },
 };
 

@@ -26,13 +26,15 @@
  * The allocator writes no byte of the object itself except poison (P):
  * debug caches lay out as caches with a constructor do (cache.c).
  *
- *   state  OBJ_FREE -> OBJ_ALLOC      handed out (slab_debug_alloc)
- *          OBJ_ALLOC -> OBJ_FREE      freed (slab_debug_free)
+ *   state  OBJ_FREE -> OBJ_BUSY -> OBJ_ALLOC   handed out (slab_debug_alloc)
+ *          OBJ_ALLOC -> OBJ_BUSY -> OBJ_FREE   freed (slab_debug_free)
  *          OBJ_ALLOC -> OBJ_RCU       queued by uslab_free_rcu (rcu.c)
  *          OBJ_RCU -> OBJ_ALLOC       its grace period over, just before
  *                                     the deferred free
- * Each transition is a compare-and-swap: of two threads freeing one object
- * at once, exactly one succeeds and the other is reported.
+ * A transition starts with a compare-and-swap: of two threads freeing one
+ * object at once, exactly one succeeds and the other is reported. While
+ * an object is OBJ_BUSY its zones, poison and tracks are being checked and
+ * rewritten by one thread; validate skips it.
  *
  *   red zones  RZ_ACTIVE while allocated, RZ_INACTIVE while free; a
  *              kmalloc object's bytes between the requested size and the
@@ -77,6 +79,7 @@
 #define OBJ_FREE 0xf4eef4eeu
 #define OBJ_ALLOC 0xa110ca7eu
 #define OBJ_RCU 0x2c0f2ee0u
+#define OBJ_BUSY 0xb5b5b5b5u
 
 #define RZ_ACTIVE 0xcc
 #define RZ_INACTIVE 0xbb
@@ -274,13 +277,19 @@ static uint64_t now_ns(void)
 }
 
 /* This thread's id (gettid() is a system call: once per thread). */
+static __thread uint32_t tls_tid;
+
 static uint32_t thread_id(void)
 {
-	static __thread uint32_t tid;
+	if (unlikely(!tls_tid))
+		tls_tid = (uint32_t)gettid();
+	return tls_tid;
+}
 
-	if (unlikely(!tid))
-		tid = (uint32_t)gettid();
-	return tid;
+/* In a forked child (init.c's handler, on its one thread): its own id. */
+void slab_debug_fork_child(void)
+{
+	tls_tid = 0;
 }
 
 static void track_set(const struct uslab_cache *c, void *obj, int which)
@@ -392,6 +401,8 @@ static const char *state_name(uint32_t state)
 		return "allocated";
 	case OBJ_RCU:
 		return "queued by uslab_free_rcu";
+	case OBJ_BUSY:
+		return "being allocated or freed";
 	}
 	return "corrupted";
 }
@@ -533,9 +544,28 @@ void slab_debug_setup_slab(struct uslab_cache *c, struct slab *s)
 }
 
 /*
+ * The report of a bad state @st found where @want was expected, keyed by
+ * its kind (report mode prints each kind once per call site).
+ */
+static bool report_state(const struct uslab_cache *c, const void *obj, const char *call,
+			 uint32_t st)
+{
+	const char *what =
+		st == OBJ_FREE	? "double free" :
+		st == OBJ_RCU	? "object queued by uslab_free_rcu" :
+		st == OBJ_BUSY	? "double free (another thread is freeing it)" :
+		st == OBJ_ALLOC ? "freelist corrupted: an allocated object on it" :
+				  "object's state overwritten (an overflow or a wild write)";
+
+	return report_key(c, obj, what, "%s%s%s", call, *call ? ": " : "", what);
+}
+
+/*
  * slab_debug_alloc - check and mark @objs[0..n) of @c as they are handed
  * out: each was free, its red zones and poison intact (a write after free
- * is reported with the object's history), then it is allocated.
+ * is reported with the object's history), then it is allocated. The
+ * objects are this thread's (taken under the node lock); validate skips
+ * them while they are OBJ_BUSY.
  */
 void slab_debug_alloc(struct uslab_cache *c, void **objs, size_t n)
 {
@@ -544,124 +574,133 @@ void slab_debug_alloc(struct uslab_cache *c, void **objs, size_t n)
 		struct obj_debug *d = dbg(c, obj);
 		uint32_t st = OBJ_FREE;
 
-		/* (Checked while it still reads free, so a report says so.) */
-		if (likely(__atomic_load_n(&d->state, __ATOMIC_ACQUIRE) == OBJ_FREE)) {
+		if (likely(state_move(d, &st, OBJ_BUSY))) {
 			check_red_zones(c, obj, RZ_INACTIVE, " while the object was free");
 			check_poison(c, obj);
-		}
-		if (unlikely(!state_move(d, &st, OBJ_ALLOC))) {
+		} else {
 			/* The freelist named an object that is not free: corrupted. */
-			bool details = report(
-				c, obj, "%s (state 0x%08x)",
-				st == OBJ_ALLOC ? "freelist corrupted: an allocated object on it" :
-						  "free object's state overwritten",
-				st);
-
-			__atomic_store_n(&d->state, OBJ_ALLOC, __ATOMIC_RELEASE);
-			report_object(c, obj, details);
+			report_object(c, obj, report_state(c, obj, "", st));
 		}
 		d->orig_size = c->object_size;
 		set_red_zones(c, obj, RZ_ACTIVE);
 		track_set(c, obj, 0);
+		__atomic_store_n(&d->state, OBJ_ALLOC, __ATOMIC_RELEASE);
 		/* Undefined bytes, unless a constructor set them. */
 		VALGRIND_MALLOCLIKE_BLOCK(obj, c->object_size, 0, c->ctor != NULL);
 	}
 }
 
+/* The cache owning the slab @p is in (large objects' included), or NULL. */
+static struct uslab_cache *owner_of(const void *p)
+{
+	struct slab *s = os_slab_lookup(p);
+
+	return s ? __atomic_load_n(&s->cache, __ATOMIC_ACQUIRE) : NULL;
+}
+
 /*
- * slab_debug_free - check one object freed to debug cache @c (NULL: the
- * object's own cache; it is in the debug tier), at the call: in a live
- * slab of @c, on an object boundary, allocated (a double free, or one of
- * an object queued by uslab_free_rcu, is caught here however the object
- * came: single, bulk, magazine, free batch, deferred), red zones intact.
- * Then it is free: red zones inactive, poisoned, the free recorded.
- * Return: true to free it; false when it must not be (reported).
+ * The object of debug cache @c at @p, checked as freed by @call: in a
+ * live slab of @c, at an object's start. Return: @p; NULL when it is not
+ * one (reported).
  */
-bool slab_debug_free(struct uslab_cache *c, void *p)
+static char *check_pointer(struct uslab_cache *c, void *p, const char *call)
 {
 	struct slab *s = os_slab_lookup(p);
 	struct uslab_cache *owner = s ? __atomic_load_n(&s->cache, __ATOMIC_ACQUIRE) : NULL;
-	char *obj = p;
-	struct obj_debug *d;
-	uint32_t st = OBJ_ALLOC;
+	char *start;
 
-	if (!c)
-		c = owner;
 	if (unlikely(!owner || (owner->flags & CACHE_LARGE))) {
-		report(c, p, "free of a pointer uslab did not hand out");
+		report_key(c, p, "foreign", "%s of a pointer uslab did not hand out", call);
 		usl_report_end(c);
-		return false;
+		return NULL;
 	}
+	start = slab_object_at(s, p);
 	if (unlikely(owner != c)) {
-		if (report(c, p, "object of cache %s freed to this cache", owner->name))
-			report_object(owner, p, owner->debug != 0);
+		/* (The history only of an object's start in a debug cache.) */
+		if (report_key(c, p, "wrong cache", "%s%sobject of cache %s freed to this cache",
+			       strcmp(call, "free") ? call : "", strcmp(call, "free") ? ": " : "",
+			       owner->name) &&
+		    owner->debug && start == p)
+			report_object(owner, p, true);
 		else
 			usl_report_end(c);
-		return false;
+		return NULL;
 	}
-	if (unlikely(slab_object_index(c, s, p) == UINT32_MAX)) {
-		char *start = slab_object_at(s, p);
-
-		if (report(c, p, "free of a pointer inside an object (%ld bytes into %p)",
-			   start ? (long)(obj - start) : 0L, (void *)start) &&
+	if (unlikely(start != p)) {
+		if (report_key(c, p, "inside",
+			       "%s of a pointer inside an object (%ld bytes into %p)", call,
+			       start ? (long)((char *)p - start) : 0L, (void *)start) &&
 		    start)
 			report_object(c, start, true);
 		else
 			usl_report_end(c);
+		return NULL;
+	}
+	return p;
+}
+
+/*
+ * slab_debug_free - check one object freed to debug cache @c (NULL: the
+ * object's own cache; it is in the debug tier), at the call: in a live
+ * slab of @c, at an object's start, allocated (a double free, or the free
+ * of an object queued by uslab_free_rcu, is caught here however the
+ * object came: single, bulk, magazine, free batch, deferred), red zones
+ * intact. Then it is free: red zones inactive, poisoned, the free recorded.
+ * An object whose state was overwritten (an overflow past its red zone) is
+ * reported and freed all the same: it was the caller's.
+ * Return: true to free it; false when it must not be (reported).
+ */
+bool slab_debug_free(struct uslab_cache *c, void *p)
+{
+	struct obj_debug *d;
+	char *obj;
+	uint32_t st = OBJ_ALLOC;
+
+	if (!c)
+		c = owner_of(p);
+	obj = check_pointer(c, p, "free");
+	if (unlikely(!obj))
 		return false;
-	}
 	d = dbg(c, obj);
-	/* Allocated, its red zones intact, then free: two frees racing, one wins. */
-	st = __atomic_load_n(&d->state, __ATOMIC_ACQUIRE);
-	if (likely(st == OBJ_ALLOC)) {
-		check_red_zones(c, obj, RZ_ACTIVE, "");
-		if (likely(state_move(d, &st, OBJ_FREE)))
-			goto freed;
+	/* Two frees racing: one moves it to OBJ_BUSY, the other is reported. */
+	if (unlikely(!state_move(d, &st, OBJ_BUSY))) {
+		bool lost = st != OBJ_FREE && st != OBJ_RCU && st != OBJ_BUSY;
+
+		if (st == OBJ_FREE)
+			VALGRIND_FREELIKE_BLOCK(
+				obj, 0); /* memcheck: "Invalid free()", with its stacks */
+		report_object(c, obj, report_state(c, obj, "", st));
+		if (!lost || !state_move(d, &st, OBJ_BUSY))
+			return false;
 	}
-	if (st == OBJ_FREE)
-		VALGRIND_FREELIKE_BLOCK(obj, 0); /* memcheck: "Invalid free()", with its stacks */
-	report_object(c, obj,
-		      report(c, obj, "%s",
-			     st == OBJ_FREE ? "double free" :
-			     st == OBJ_RCU  ? "free of an object queued by uslab_free_rcu" :
-					      "free of an object whose state is overwritten"));
-	return false;
-freed:
+	check_red_zones(c, obj, RZ_ACTIVE, "");
 	track_set(c, obj, 1);
 	set_red_zones(c, obj, RZ_INACTIVE);
 	poison(c, obj);
+	__atomic_store_n(&d->state, OBJ_FREE, __ATOMIC_RELEASE);
 	VALGRIND_FREELIKE_BLOCK(obj, 0);
 	return true;
 }
 
 /*
  * slab_debug_free_rcu - uslab_free_rcu() of @obj (any pointer): when it is
- * an object of a debug cache, check it as a free and mark it queued.
- * Return: false when it must not be queued (reported).
+ * in a slab of a debug cache, check it as a free, at the call, and mark it
+ * queued. Return: false when it must not be queued (reported).
  */
 bool slab_debug_free_rcu(void *obj)
 {
-	struct slab *s = os_slab_lookup(obj);
-	struct uslab_cache *c = s ? __atomic_load_n(&s->cache, __ATOMIC_ACQUIRE) : NULL;
+	struct uslab_cache *c = owner_of(obj);
 	uint32_t st = OBJ_ALLOC;
 
 	if (!c || !c->debug)
 		return true; /* not the debug tier's: the drain checks it */
-	if (unlikely(slab_object_index(c, s, obj) == UINT32_MAX)) {
-		report_object(c, obj, false);
+	if (!check_pointer(c, obj, "uslab_free_rcu"))
 		return false;
-	}
 	if (unlikely(!state_move(dbg(c, obj), &st, OBJ_RCU))) {
-		report_object(
-			c, obj,
-			report(c, obj, "%s",
-			       st == OBJ_FREE ?
-				       "uslab_free_rcu of a free object (double free)" :
-			       st == OBJ_RCU ?
-				       "uslab_free_rcu twice (double free)" :
-				       "uslab_free_rcu of an object whose state is overwritten"));
+		report_object(c, obj, report_state(c, obj, "uslab_free_rcu", st));
 		return false;
 	}
+	check_red_zones(c, obj, RZ_ACTIVE, "");
 	track_set(c, obj, 1);
 	return true;
 }
@@ -679,6 +718,23 @@ void slab_debug_rcu_done(void *const *objs, size_t n)
 	}
 }
 
+/*
+ * slab_debug_allocated - whether @obj, an object's start in debug cache
+ * @c, is allocated, for @call (krealloc, ksize): else a use after free,
+ * reported.
+ */
+bool slab_debug_allocated(const struct uslab_cache *c, const void *obj, const char *call)
+{
+	uint32_t st = __atomic_load_n(&dbg(c, obj)->state, __ATOMIC_ACQUIRE);
+
+	if (likely(st == OBJ_ALLOC))
+		return true;
+	report_object(c, obj,
+		      report_key(c, obj, call, "%s of an object that is not allocated (%s)", call,
+				 state_name(st)));
+	return false;
+}
+
 /* kmalloc: @obj of debug class @c was asked for @size bytes; the rest is red zone (Z). */
 void slab_debug_set_size(struct uslab_cache *c, void *obj, size_t size)
 {
@@ -686,21 +742,25 @@ void slab_debug_set_size(struct uslab_cache *c, void *obj, size_t size)
 
 	USLAB_ASSERT(size && size <= c->object_size);
 	VALGRIND_RESIZEINPLACE_BLOCK(obj, d->orig_size, size, 0);
-	d->orig_size = (uint32_t)size;
+	/* The zone first, then its bound: validate reads the bound, then the zone. */
 	if (c->debug & USLAB_RED_ZONE)
 		fill((char *)obj + size, RZ_ACTIVE, c->object_size - size);
+	__atomic_store_n(&d->orig_size, (uint32_t)size, __ATOMIC_RELEASE);
 }
 
 /* The bytes @obj of debug cache @c was asked for (kmalloc: its usable size). */
 size_t slab_debug_size(const struct uslab_cache *c, const void *obj)
 {
-	return dbg(c, obj)->orig_size;
+	return __atomic_load_n(&dbg(c, obj)->orig_size, __ATOMIC_ACQUIRE);
 }
 
 /*
  * slab_debug_check_slab - validate: every object of @s handed out so far
  * has a known state, its red zones match it, a free one its poison. Each
- * problem is one line (nothing is repaired). Under the node lock.
+ * problem is one line (nothing is repaired). Under the node lock, which
+ * keeps free objects free; an allocated one may be freed (or resized by
+ * krealloc) by its owner meanwhile: a problem counts only if the object's
+ * state and size read the same after the bytes were read.
  * Return: problems found.
  */
 unsigned long slab_debug_check_slab(struct uslab_cache *c, struct slab *s)
@@ -711,9 +771,13 @@ unsigned long slab_debug_check_slab(struct uslab_cache *c, struct slab *s)
 	for (unsigned int i = 0; i < s->bump; i++, obj += c->size) {
 		struct obj_debug *d = dbg(c, obj);
 		uint32_t st = __atomic_load_n(&d->state, __ATOMIC_ACQUIRE);
+		uint32_t orig = __atomic_load_n(&d->orig_size, __ATOMIC_ACQUIRE);
 		int rz = st == OBJ_FREE ? RZ_INACTIVE : RZ_ACTIVE;
-		const unsigned char *bad;
+		const unsigned char *bad = NULL;
+		const char *what = "red zone overwritten";
 
+		if (st == OBJ_BUSY)
+			continue; /* its owner is rewriting it */
 		if (st != OBJ_FREE && st != OBJ_ALLOC && st != OBJ_RCU) {
 			usl_warn("validate %s: object %p: state overwritten (0x%08x)", c->name, obj,
 				 st);
@@ -721,27 +785,27 @@ unsigned long slab_debug_check_slab(struct uslab_cache *c, struct slab *s)
 			continue;
 		}
 		if (c->debug & USLAB_RED_ZONE) {
-			if ((bad = first_not(obj - c->obj_off, rz, c->obj_off)) ||
-			    (bad = first_not(obj + c->object_size, rz,
-					     c->dbg_off - c->object_size)) ||
-			    (st != OBJ_FREE && d->orig_size < c->object_size &&
-			     (bad = first_not(obj + d->orig_size, rz,
-					      c->object_size - d->orig_size)))) {
-				usl_warn("validate %s: object %p (%s): red zone overwritten at "
-					 "byte %+ld (0x%02x)",
-					 c->name, obj, state_name(st), (long)((char *)bad - obj),
-					 *bad);
-				errors++;
-			}
+			if (!(bad = first_not(obj - c->obj_off, rz, c->obj_off)) &&
+			    !(bad = first_not(obj + c->object_size, rz,
+					      c->dbg_off - c->object_size)) &&
+			    st != OBJ_FREE && orig < c->object_size)
+				bad = first_not(obj + orig, rz, c->object_size - orig);
 		}
-		if ((c->debug & USLAB_POISON) && st == OBJ_FREE &&
-		    ((bad = first_not(obj, POISON_FREE, c->object_size - 1)) ||
-		     (bad = first_not(obj + c->object_size - 1, POISON_END, 1)))) {
-			usl_warn("validate %s: free object %p: poison overwritten at byte %ld "
-				 "(0x%02x): a use after free",
-				 c->name, obj, (long)((char *)bad - obj), *bad);
-			errors++;
+		if (!bad && (c->debug & USLAB_POISON) && st == OBJ_FREE) {
+			what = "poison overwritten (a use after free)";
+			if (!(bad = first_not(obj, POISON_FREE, c->object_size - 1)))
+				bad = first_not(obj + c->object_size - 1, POISON_END, 1);
 		}
+		if (!bad)
+			continue;
+		/* (The bytes were read before the state again: x86 keeps loads in order.) */
+		__asm__ volatile("" ::: "memory");
+		if (__atomic_load_n(&d->state, __ATOMIC_ACQUIRE) != st ||
+		    __atomic_load_n(&d->orig_size, __ATOMIC_ACQUIRE) != orig)
+			continue; /* freed or resized while it was read */
+		usl_warn("validate %s: object %p (%s): %s at byte %+ld (0x%02x)", c->name, obj,
+			 state_name(st), what, (long)((const char *)bad - obj), *bad);
+		errors++;
 	}
 	return errors;
 }

@@ -110,8 +110,13 @@ USLAB_API USLAB_MALLOC_ATTR void *uslab_kcalloc(size_t n, size_t size);
  * Context: any thread; the caller owns @p.
  * Return: the memory (@p or a new address);
  *   USLAB_ZERO_SIZE_PTR - @size is 0: @p was freed;
- *   NULL - errno ENOMEM: no memory; @p is untouched and still valid.
- * A pointer uslab did not hand out stops the program (uslab: BUG).
+ *   NULL - errno ENOMEM: no memory; @p is untouched and still valid;
+ *          errno EINVAL: in the debug tier, @p is not allocated (a use
+ *          after free, reported; with USLAB_ON_BUG=report the program
+ *          goes on and nothing is done).
+ * A pointer uslab did not hand out stops the program (uslab: BUG). In the
+ * debug tier (USLAB_RED_ZONE), a resize within the class moves the
+ * kmalloc red zone to the new size.
  */
 USLAB_API void *uslab_krealloc(const void *p, size_t size);
 
@@ -122,7 +127,8 @@ USLAB_API void *uslab_krealloc(const void *p, size_t size);
  *
  * Misuse (a pointer uslab did not hand out, one inside an object, a
  * double free) is reported like uslab_cache_free()'s: at once for a large
- * object or a foreign address, when the object reaches its slab otherwise.
+ * object or a foreign address, when the object reaches its slab otherwise,
+ * and at the call for an object of a cache in the debug tier.
  *
  * Context: any thread, whichever thread allocated @p.
  */
@@ -145,11 +151,13 @@ USLAB_API void uslab_kfree_sensitive(const void *p);
  * The whole usable size may be used as if it had been asked for. For a
  * kmalloc object it is its class size; for a large object its size rounded
  * up to a page (or what uslab_krealloc() grew it to); for an object of a
- * cache, the cache's object size.
+ * cache, the cache's object size. In the debug tier the size asked for
+ * (the rest of the class is red zone).
  *
  * Context: any thread.
- * Return: bytes; 0 for NULL and USLAB_ZERO_SIZE_PTR. A pointer uslab did
- * not hand out, or one inside an object, stops the program (uslab: BUG).
+ * Return: bytes; 0 for NULL and USLAB_ZERO_SIZE_PTR, and in the debug tier
+ * for an object that is not allocated (reported). A pointer uslab did not
+ * hand out, or one inside an object, stops the program (uslab: BUG).
  */
 USLAB_API USLAB_NO_ACCESS(1) size_t uslab_ksize(const void *p);
 

@@ -125,6 +125,40 @@ static void test_clobber_redzone_free(void)
 	CHECK(uslab_cache_destroy(c) == 0, "destroy");
 }
 
+/*
+ * An overflow past the right red zone onto the object's state: reported,
+ * and the object is freed all the same (report mode loses nothing).
+ */
+static void test_overflow_onto_state(void)
+{
+	struct uslab_cache *c = create("TestSlub_state", 64, USLAB_RED_ZONE);
+	struct uslab_cache_stats st;
+	unsigned char *p = uslab_cache_alloc(c);
+
+	memset(p + 64, 0x55, 12);		/* the 8-byte red zone, then 4 bytes of state */
+	EXPECT_BUGS(2, uslab_cache_free(c, p)); /* the state, the red zone */
+	CHECK(uslab_cache_stats(c, &st) == 0 && st.active_objs == 0, "freed: %lu",
+	      (unsigned long)st.active_objs);
+	CHECK(uslab_cache_validate(c) == 0, "restored");
+	CHECK(uslab_cache_destroy(c) == 0, "destroy");
+}
+
+/* Pointers inside objects: of this cache, of another debug cache, to uslab_free_rcu. */
+static void test_inside_pointers(void)
+{
+	struct uslab_cache *a = create("TestSlub_in_a", 64, USLAB_STORE_USER);
+	struct uslab_cache *b = create("TestSlub_in_b", 64, USLAB_STORE_USER);
+	char *p = uslab_cache_alloc(a);
+
+	EXPECT_BUGS(1, uslab_cache_free(a, p + 8));
+	EXPECT_BUGS(1, uslab_cache_free(b, p + 8));
+	EXPECT_BUGS(1, uslab_free_rcu(p + 8));
+	EXPECT_BUGS(1, uslab_cache_free(b, p));
+	uslab_cache_free(a, p);
+	uslab_rcu_barrier();
+	CHECK(uslab_cache_destroy(a) == 0 && uslab_cache_destroy(b) == 0, "nothing lost");
+}
+
 /* All four tiers together, an object used correctly: no report at all. */
 static void test_clean_use(void)
 {
@@ -258,6 +292,26 @@ static void test_krealloc_redzone(void)
 		CHECK(p[i] == 0xff, "byte %d kept", i);
 	CHECK(uslab_cache_validate(k64) == 0, "validate");
 	EXPECT_BUGS(0, kfree(p));
+}
+
+/* The tier keeps kmalloc's alignment; a freed object is not resized or measured. */
+static void test_kmalloc_freed(void)
+{
+	unsigned char *p = kmalloc(64, GFP_KERNEL), *q;
+
+	for (int i = 0; i < 100; i++) {
+		void *a = kmalloc(64, GFP_KERNEL), *b = uslab_kmalloc_aligned(50, 64);
+
+		CHECK(((uintptr_t)a & 63) == 0 && ((uintptr_t)b & 63) == 0, "aligned: %p %p", a, b);
+		kfree(a);
+		kfree(b);
+	}
+	kfree(p);
+	EXPECT_BUGS(1, CHECK(uslab_ksize(p) == 0, "ksize of a freed object"));
+	errno = 0;
+	EXPECT_BUGS(1, q = krealloc(p, 60, GFP_KERNEL));
+	CHECK(!q && errno == EINVAL, "krealloc of a freed object: NULL, EINVAL");
+	CHECK(uslab_cache_validate(uslab_kmalloc_cache(64)) == 0, "nothing written into it");
 }
 
 /* ------------------------------------------------------------ trials */
@@ -535,6 +589,8 @@ int main(int argc, char **argv)
 		RUN(test_first_word);
 		RUN(test_clobber_50th_byte);
 		RUN(test_clobber_redzone_free);
+		RUN(test_overflow_onto_state);
+		RUN(test_inside_pointers);
 		RUN(test_clean_use);
 		RUN(test_leak_at_destroy);
 		RUN(test_deferred_double_free);
@@ -542,6 +598,7 @@ int main(int argc, char **argv)
 	} else if (!strcmp(mode, "kmalloc")) {
 		RUN(test_kmalloc_redzone);
 		RUN(test_krealloc_redzone);
+		RUN(test_kmalloc_freed);
 	} else if (!strcmp(mode, "trials")) {
 		RUN(test_double_free_trials);
 		RUN(test_foreign_trials);
