@@ -16,7 +16,8 @@
  * An object slot of a debug cache, from the slot's start (the first slot
  * of a slab at base + colour * colour_off):
  *
- *   [left red zone: obj_off bytes]            Z only
+ *   [padding, left red zone: obj_off bytes]   Z (and memcheck): the zone
+ *                                             is the last RZ_LEFT bytes
  *   [object: object_size bytes]               <- the pointer handed out
  *   [right red zone, up to dbg_off]           Z: at least 8 bytes
  *   [struct obj_debug: state, orig_size]      always
@@ -87,6 +88,8 @@
 #define POISON_END 0xa5
 
 #define TRACK_DEPTH 16
+/* The left red zone: the bytes just before an object (the rest of obj_off, alignment padding). */
+#define RZ_LEFT 16u
 
 /* Who allocated or freed an object last (U). */
 struct track {
@@ -194,7 +197,7 @@ size_t slab_debug_layout(struct uslab_cache *c)
 	 * every leaked first object still reachable through it).
 	 */
 	if (c->debug & (USLAB_RED_ZONE | DEBUG_VALGRIND))
-		c->obj_off = (unsigned int)ALIGN_UP((size_t)16, (size_t)c->align);
+		c->obj_off = (unsigned int)ALIGN_UP((size_t)RZ_LEFT, (size_t)c->align);
 	if (c->debug & USLAB_RED_ZONE)
 		c->dbg_off = (unsigned int)ALIGN_UP((size_t)c->object_size + 8, 8);
 	return c->obj_off + c->dbg_off + meta;
@@ -483,8 +486,8 @@ static void check_red_zones(const struct uslab_cache *c, char *obj, int v, const
 
 	if (!(c->debug & USLAB_RED_ZONE))
 		return;
-	check_bytes(c, obj, obj - c->obj_off, c->obj_off, v,
-		    "red zone before the object overwritten", when);
+	check_bytes(c, obj, obj - RZ_LEFT, RZ_LEFT, v, "red zone before the object overwritten",
+		    when);
 	check_bytes(c, obj, obj + c->object_size, c->dbg_off - c->object_size, v,
 		    "red zone after the object overwritten", when);
 	if (v == RZ_ACTIVE && orig < c->object_size)
@@ -513,7 +516,7 @@ static void poison(const struct uslab_cache *c, char *obj)
 static void set_red_zones(const struct uslab_cache *c, char *obj, int v)
 {
 	if (c->debug & USLAB_RED_ZONE) {
-		fill(obj - c->obj_off, v, c->obj_off);
+		fill(obj - RZ_LEFT, v, RZ_LEFT);
 		fill(obj + c->object_size, v, c->dbg_off - c->object_size);
 	}
 }
@@ -785,7 +788,7 @@ unsigned long slab_debug_check_slab(struct uslab_cache *c, struct slab *s)
 			continue;
 		}
 		if (c->debug & USLAB_RED_ZONE) {
-			if (!(bad = first_not(obj - c->obj_off, rz, c->obj_off)) &&
+			if (!(bad = first_not(obj - RZ_LEFT, rz, RZ_LEFT)) &&
 			    !(bad = first_not(obj + c->object_size, rz,
 					      c->dbg_off - c->object_size)) &&
 			    st != OBJ_FREE && orig < c->object_size)
