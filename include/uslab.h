@@ -20,6 +20,7 @@
 #define USLAB_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <uslab/stats.h>
 
 #ifdef __cplusplus
@@ -421,6 +422,29 @@ USLAB_API unsigned long uslab_failslab_count(void);
  * Return: the count (0 without the debug tier).
  */
 USLAB_API unsigned long uslab_bug_count(void);
+
+/**
+ * uslab_stats_print - print every cache of this process in /proc/slabinfo's
+ * format (version 2.1: name, active and total objects, object size,
+ * objects and pages per slab, "tunables" with the sheaf capacity as the
+ * limit, "slabdata" with active and total slabs and the objects held in
+ * threads' sheaves), then a totals line. USLAB_STATS=exit prints the same
+ * on stderr at exit; USLAB_STATS=1 exports it for uslab-stat (doc/api.md).
+ * @f: where to print (NULL: nothing).
+ *
+ * Context: any thread; takes each cache's locks in turn.
+ */
+USLAB_API void uslab_stats_print(FILE *f);
+
+/**
+ * uslab_options_print - print every USLAB_* environment variable: its
+ * value in effect, default, range and a one-line meaning (doc/tuning.md
+ * has the measurements behind the defaults).
+ * @f: where to print (NULL: nothing).
+ *
+ * Context: any thread.
+ */
+USLAB_API void uslab_options_print(FILE *f);
 
 #include <uslab/rcu.h>
 #include <uslab/fastpath.h>

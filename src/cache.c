@@ -1226,6 +1226,18 @@ unsigned long cache_release_all(struct uslab_cache *c)
 	return live;
 }
 
+/* Call @fn on every cache, under caches_lock (the statistics' snapshot, export.c). */
+void cache_for_each(void (*fn)(struct uslab_cache *c, void *arg), void *arg)
+{
+	struct uslab_cache *c;
+
+	ulock_lock(&caches_lock);
+	list_for_each_entry(c, &caches, list) {
+		fn(c, arg);
+	}
+	ulock_unlock(&caches_lock);
+}
+
 /* The leak report of a debug cache's destroy: every live object, a line each (up to 100). */
 void cache_list_live(struct uslab_cache *c)
 {

@@ -53,6 +53,7 @@ static void fork_child(void)
 	thread_fork_child();
 	gp_fork_child();
 	rcu_fork_child();
+	export_fork_child();
 }
 
 static void do_init(void)
@@ -72,6 +73,8 @@ static void do_init(void)
 		rcu_init();
 	if (!err)
 		err = pthread_atfork(fork_prepare, fork_parent, fork_child);
+	if (!err)
+		export_init();
 	init_error = err;
 	tls_starting = false;
 }

@@ -26,7 +26,10 @@
  *  11  lifecycle  lifecycle.c create, destroy, shrink, stats: orchestrates
  *  12  kmalloc    kmalloc.c   size classes (caches it creates through
  *                             lifecycle.c) and large objects (cache.c)
- *  13  init       init.c      start-up, fork handlers: wires every layer
+ *  13  export     export.c    the statistics a running program shows:
+ *                             uslab_stats_print, USLAB_STATS's snapshot
+ *      format     export_format.c the tables (shared with uslab-stat)
+ *  14  init       init.c      start-up, fork handlers: wires every layer
  *
  * libuslab-malloc.so (malloc.c) sits above all of them and uses only the
  * public API (<uslab.h>), as any program does.
@@ -54,6 +57,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -385,6 +389,7 @@ INTERNAL int cache_register(struct uslab_cache *c, unsigned int sheaf_capacity);
 INTERNAL void cache_unregister_locked(struct uslab_cache *c);
 INTERNAL unsigned long cache_release_all(struct uslab_cache *c);
 INTERNAL void cache_list_live(struct uslab_cache *c);
+INTERNAL void cache_for_each(void (*fn)(struct uslab_cache *c, void *arg), void *arg);
 INTERNAL void cache_add_events(struct uslab_cache *c, const uint64_t *ev);
 INTERNAL void cache_node_stats(struct uslab_cache *c, struct uslab_cache_stats *st);
 INTERNAL struct slab *cache_large_alloc(size_t size, size_t align, bool *zeroed);
@@ -534,6 +539,7 @@ INTERNAL void thread_lock_self(void);
 INTERNAL void thread_unlock_self(void);
 INTERNAL void thread_drain_cache(struct uslab_cache *c);
 INTERNAL void thread_sum_events(const struct uslab_cache *c, uint64_t *ev);
+INTERNAL uint64_t thread_sum_sheaved(const struct uslab_cache *c);
 INTERNAL int thread_init(void);
 INTERNAL void thread_fork_prepare(void);
 INTERNAL void thread_fork_parent(void);
@@ -573,6 +579,11 @@ INTERNAL struct uslab_cache *lifecycle_create(const char *name, size_t size,
 					      const struct uslab_cache_args *args,
 					      unsigned int flags);
 
+/* ---------------------------------------------------------- export.c */
+
+INTERNAL void export_init(void);
+INTERNAL void export_fork_child(void);
+
 /* ------------------------------------------------------------ init.c */
 
 INTERNAL int usl_init(void);
@@ -599,6 +610,8 @@ struct uslab_options {
 	unsigned int layout;	       /* USLAB_LAYOUT */
 	unsigned int colour;	       /* USLAB_COLOUR */
 	unsigned int on_bug;	       /* USLAB_ON_BUG: enum on_bug */
+	unsigned int stats;	       /* USLAB_STATS: enum stats_mode */
+	unsigned int stats_ms;	       /* USLAB_STATS_MS */
 	unsigned int nr_cpus;
 };
 
@@ -606,7 +619,10 @@ INTERNAL extern struct uslab_options usl_opt;
 INTERNAL extern const char *const usl_layout_names[USLAB_LAYOUT_NR + 1];
 enum on_bug { ON_BUG_DEFAULT, ON_BUG_ABORT, ON_BUG_REPORT };
 INTERNAL extern const char *const usl_on_bug_names[];
+enum stats_mode { STATS_OFF, STATS_ON, STATS_EXIT };
+INTERNAL extern const char *const usl_stats_names[];
 INTERNAL void options_init(void);
+INTERNAL void options_print(FILE *f);
 
 /* --------------------------------------------------------- failslab.c */
 
@@ -627,6 +643,16 @@ INTERNAL __attribute__((format(printf, 1, 2))) void usl_report_line(const char *
 INTERNAL void usl_report_end(const struct uslab_cache *c);
 INTERNAL int debug_parse(const char *s);
 INTERNAL unsigned int debug_selects(const char *name);
+
+/*
+ * A racy read that is meant to be racy (a statistic summed from words
+ * their owners write without atomics on the fast path): not reported by TSan.
+ */
+#ifdef USLAB_PRIV_TSAN
+#define NO_SANITIZE_THREAD __attribute__((no_sanitize_thread))
+#else
+#define NO_SANITIZE_THREAD
+#endif
 
 #ifdef USLAB_PRIV_ASAN /* <uslab/fastpath.h> detects sanitizers */
 #define USLAB_ASAN 1

@@ -7,6 +7,7 @@
  * A value that does not parse or is out of range is reported on stderr and
  * the default is kept.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -22,6 +23,8 @@ const char *const usl_layout_names[USLAB_LAYOUT_NR + 1] = {
 
 /* USLAB_ON_BUG (enum on_bug). */
 const char *const usl_on_bug_names[] = { "default", "abort", "report", NULL };
+/* USLAB_STATS (enum stats_mode). */
+const char *const usl_stats_names[] = { "off", "on", "exit", NULL };
 
 /*
  * One tunable: a number in [min, max], or with @names one of those words
@@ -75,6 +78,11 @@ static const struct option_row {
 	  "what a problem found by the debug tier does: abort, or report and go on "
 	  "(default: abort in caches with F, report in the others)",
 	  usl_on_bug_names, NULL },
+	{ "USLAB_STATS", &usl_opt.stats, STATS_OFF, 0, STATS_EXIT,
+	  "export every cache's statistics for uslab-stat (1, on), or print them at exit (exit)",
+	  usl_stats_names, NULL },
+	{ "USLAB_STATS_MS", &usl_opt.stats_ms, 1000, 10, 3600000,
+	  "milliseconds between two snapshots of USLAB_STATS=1", NULL, NULL },
 	/* No variable: strings of their own, parsed by their owners. */
 	{ "USLAB_FAILSLAB", NULL, 0, 0, 0,
 	  "probability[,interval[,times[,cache]]]: allocations fail with ENOMEM (failslab)", NULL,
@@ -131,4 +139,45 @@ void options_init(void)
 		}
 		*o->var = (unsigned int)v;
 	}
+}
+
+/* A string option's value in effect: what the environment says (it parsed), else unset. */
+static const char *string_value(const struct option_row *o)
+{
+	const char *s = getenv(o->env);
+
+	return s && *s ? s : "unset";
+}
+
+/* Every tunable: value in effect, default, range, meaning (export.c, at start-up too). */
+void options_print(FILE *f)
+{
+	fprintf(f, "# variable               value    default  range  meaning\n");
+	for (size_t i = 0; i < ARRAY_SIZE(options); i++) {
+		const struct option_row *o = &options[i];
+		char val[32], def[32], range[48];
+
+		if (!o->var) {
+			fprintf(f, "%-24s %-8s %-8s %-6s %s\n", o->env, string_value(o), "unset",
+				"-", o->what);
+			continue;
+		}
+		if (o->names) {
+			snprintf(val, sizeof(val), "%s", o->names[*o->var]);
+			snprintf(def, sizeof(def), "%s", o->names[o->def]);
+			snprintf(range, sizeof(range), "%s..%s", o->names[o->min],
+				 o->names[o->max]);
+		} else {
+			snprintf(val, sizeof(val), "%u", *o->var);
+			snprintf(def, sizeof(def), "%u", o->def);
+			snprintf(range, sizeof(range), "%u..%u", o->min, o->max);
+		}
+		fprintf(f, "%-24s %-8s %-8s %-6s %s\n", o->env, val, def, range, o->what);
+	}
+}
+
+void uslab_options_print(FILE *f)
+{
+	if (f && !usl_init())
+		options_print(f);
 }

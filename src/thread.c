@@ -209,6 +209,34 @@ void thread_sum_events(const struct uslab_cache *c, uint64_t *ev)
 	ulock_unlock(&threads_lock);
 }
 
+/*
+ * Objects the live threads hold in their sheaves of @c: each thread's under
+ * its lock, which its fast paths do not take, so the count is as of some
+ * moment during the read (a statistic).
+ */
+NO_SANITIZE_THREAD uint64_t thread_sum_sheaved(const struct uslab_cache *c)
+{
+	struct tstate *st;
+	uint64_t n = 0;
+
+	if (c->id <= 0)
+		return 0;
+	ulock_lock(&threads_lock);
+	list_for_each_entry(st, &threads, link) {
+		const struct pcs *p = &st->table[c->id];
+
+		ulock_lock(&st->lock);
+		if (p->cache == c) {
+			n += (uint64_t)(p->hot.top - p->hot.bottom);
+			if (p->spare)
+				n += p->spare->size;
+		}
+		ulock_unlock(&st->lock);
+	}
+	ulock_unlock(&threads_lock);
+	return n;
+}
+
 void uslab_thread_flush(void)
 {
 	struct tstate *st = tls_state;

@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: MIT
+/*
+ * export.c - what the person running a program can see of its caches:
+ * uslab_stats_print() (/proc/slabinfo's format), USLAB_STATS=exit (the
+ * same table on stderr at exit), and USLAB_STATS=1: a snapshot of every
+ * cache in /dev/shm/uslab-stat.<pid> (export.h), rewritten by a thread of
+ * its own every USLAB_STATS_MS milliseconds, for uslab-stat to read.
+ *
+ * Nothing here is on a fast path: a snapshot is uslab_cache_stats() of
+ * every cache (the node lock, the barn lock, each thread's lock in turn),
+ * taken under caches_lock by the exporter thread. The file is removed at
+ * exit; a process that dies without exit leaves it behind, and readers
+ * tell it from a live one by the pid's start time (export.h).
+ *
+ * Layer: above kmalloc.c (it reads every layer's counters through
+ * lifecycle.c, cache.c, thread.c and rcu.c's public calls).
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+/* (After internal.h, which sets how <uslab.h> is read inside the library.) */
+#include "export.h"
+
+static struct export_header *map; /* the file, EXPORT_MAX_ROWS rows long */
+static char path[64];
+static pthread_t exporter;
+static bool exporter_running;
+
+static uint64_t ns_of(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+struct gather {
+	struct export_row *rows;
+	uint32_t n, max;
+};
+
+/* One cache's row (cache_for_each's callback: caches_lock held). */
+static void gather_one(struct uslab_cache *c, void *arg)
+{
+	struct gather *g = arg;
+	struct export_row *r;
+
+	if (g->n == g->max)
+		return;
+	r = &g->rows[g->n++];
+	memset(r, 0, sizeof(*r));
+	snprintf(r->name, sizeof(r->name), "%s", c->name);
+	r->flags = c->flags | c->debug;
+	uslab_cache_stats(c, &r->st);
+	r->sheaved = thread_sum_sheaved(c);
+}
+
+/*
+ * Rows of every cache into @rows (at most @max), in the list's order (newest
+ * first). Return: how many.
+ */
+static uint32_t gather(struct export_row *rows, uint32_t max)
+{
+	struct gather g = { rows, 0, max };
+
+	cache_for_each(gather_one, &g);
+	return g.n;
+}
+
+/* Rewrite the snapshot: the rows between two increments of seq. */
+static void refresh(void)
+{
+	uint64_t t0 = ns_of(CLOCK_THREAD_CPUTIME_ID);
+	struct export_row *rows = (struct export_row *)(map + 1);
+	struct uslab_rcu_stats rcu;
+
+	/* Odd; seq_cst: the rows written next cannot be seen before it. */
+	__atomic_store_n(&map->seq, map->seq + 1, __ATOMIC_SEQ_CST);
+	map->nrows = gather(rows, EXPORT_MAX_ROWS);
+	if (!uslab_rcu_stats(&rcu))
+		map->rcu = rcu;
+	map->updated_ns = ns_of(CLOCK_REALTIME);
+	map->refreshes++;
+	map->refresh_ns = ns_of(CLOCK_THREAD_CPUTIME_ID) - t0;
+	__atomic_store_n(&map->seq, map->seq + 1, __ATOMIC_RELEASE); /* even */
+}
+
+static void *exporter_main(void *arg)
+{
+	struct timespec ts = { usl_opt.stats_ms / 1000, (long)(usl_opt.stats_ms % 1000) * 1000000 };
+
+	(void)arg;
+	for (;;) {
+		refresh();
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+/* At exit: the table on stderr (USLAB_STATS=exit), the file removed. */
+static void at_exit(void)
+{
+	if (usl_opt.stats == STATS_EXIT)
+		uslab_stats_print(stderr);
+	if (map)
+		unlink(path);
+}
+
+/* Create and map this process's file, with its header. Return: 0 or an errno. */
+static int export_open(void)
+{
+	size_t bytes = export_bytes(EXPORT_MAX_ROWS);
+	FILE *opts;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s%d", EXPORT_DIR, EXPORT_PREFIX, (int)getpid());
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return errno;
+	if (ftruncate(fd, (off_t)bytes)) {
+		close(fd);
+		unlink(path);
+		return errno;
+	}
+	map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED) {
+		map = NULL;
+		unlink(path);
+		return ENOMEM;
+	}
+	map->version = EXPORT_VERSION;
+	map->row_size = sizeof(struct export_row);
+	map->pid = (int32_t)getpid();
+	map->starttime = export_starttime(map->pid);
+	opts = fmemopen(map->options, sizeof(map->options) - 1, "w");
+	if (opts) {
+		options_print(opts); /* (inside the start-up: not the exported call) */
+		fclose(opts);
+	}
+	__atomic_store_n(&map->magic, EXPORT_MAGIC, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* Start exporting (USLAB_STATS=1): the file and its thread. */
+static void export_start(void)
+{
+	int err = export_open();
+
+	if (!err)
+		err = pthread_create(&exporter, NULL, exporter_main, NULL);
+	if (err) {
+		usl_warn("USLAB_STATS=1: cannot export the caches' statistics (%s)", strerror(err));
+		if (map)
+			unlink(path);
+		return;
+	}
+	pthread_detach(exporter);
+	exporter_running = true;
+}
+
+/* Start-up (init.c): what USLAB_STATS asks for. */
+void export_init(void)
+{
+	if (usl_opt.stats == STATS_OFF)
+		return;
+	if (usl_opt.stats == STATS_ON)
+		export_start();
+	atexit(at_exit);
+}
+
+/* In a forked child (init.c): the parent's file is not the child's; a file and thread of its own. */
+void export_fork_child(void)
+{
+	if (!exporter_running)
+		return;
+	munmap(map, export_bytes(EXPORT_MAX_ROWS));
+	map = NULL;
+	exporter_running = false;
+	export_start();
+}
+
+void uslab_stats_print(FILE *f)
+{
+	size_t bytes = ALIGN_UP(EXPORT_MAX_ROWS * sizeof(struct export_row), PAGE_SIZE);
+	struct export_row *rows;
+	uint32_t n;
+
+	if (!f || usl_init())
+		return;
+	rows = os_mmap(bytes);
+	if (!rows) {
+		fprintf(f, "uslab: no memory for the statistics\n");
+		return;
+	}
+	n = gather(rows, EXPORT_MAX_ROWS);
+	export_print_slabinfo(f, rows, n);
+	fflush(f);
+	os_munmap(rows, bytes);
+}

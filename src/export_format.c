@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: MIT
+/*
+ * export_format.c - the tables of a snapshot (export.h): /proc/slabinfo's
+ * format and the event counters. Compiled into the library
+ * (uslab_stats_print, USLAB_STATS=exit) and into uslab-stat, so both print
+ * the same thing.
+ */
+#include <inttypes.h>
+
+#include "export.h"
+
+uint64_t export_row_bytes(const struct export_row *r)
+{
+	return (uint64_t)r->st.num_slabs * r->st.pagesperslab * 4096u +
+	       (uint64_t)r->st.num_slabs * r->st.meta_bytes;
+}
+
+void export_print_slabinfo(FILE *f, const struct export_row *rows, uint32_t n)
+{
+	uint64_t active = 0, total = 0, bytes = 0, used = 0, sheaved = 0;
+
+	fprintf(f, "slabinfo - version: 2.1 (uslab)\n");
+	fprintf(f, "# name            <active_objs> <num_objs> <objsize> <objperslab> "
+		   "<pagesperslab> : tunables <limit> <batchcount> <sharedfactor> : slabdata "
+		   "<active_slabs> <num_slabs> <sharedavail>\n");
+	for (uint32_t i = 0; i < n; i++) {
+		const struct uslab_cache_stats *st = &rows[i].st;
+
+		/* tunables: the sheaf capacity is SLAB's limit; batchcount and sharedfactor 0 as in SLUB. */
+		fprintf(f,
+			"%-17s %6lu %6lu %6u %4u %4u : tunables %4u %4u %4u : slabdata %6lu %6lu %6" PRIu64
+			"\n",
+			rows[i].name, st->active_objs, st->num_objs, st->objsize, st->objperslab,
+			st->pagesperslab, st->sheaf_capacity, 0u, 0u, st->active_slabs,
+			st->num_slabs, rows[i].sheaved);
+		active += st->active_objs;
+		total += st->num_objs;
+		bytes += export_row_bytes(&rows[i]);
+		used += (uint64_t)st->active_objs * st->object_size;
+		sheaved += rows[i].sheaved;
+	}
+	fprintf(f,
+		"# total: %u caches, %" PRIu64 " of %" PRIu64 " objects active (%" PRIu64
+		" in sheaves), %.1f KiB of slabs, %.1f KiB in active objects\n",
+		n, active, total, sheaved, (double)bytes / 1024, (double)used / 1024);
+}
+
+void export_print_events(FILE *f, const struct export_row *rows, uint32_t n)
+{
+	fprintf(f, "%-17s", "# cache");
+	for (unsigned int i = 0; uslab_stat_name(i); i++)
+		fprintf(f, " %s", uslab_stat_name(i));
+	fputc('\n', f);
+	for (uint32_t r = 0; r < n; r++) {
+		fprintf(f, "%-17s", rows[r].name);
+		for (unsigned int i = 0; uslab_stat_name(i); i++)
+			fprintf(f, " %" PRIu64, rows[r].st.events[i]);
+		fputc('\n', f);
+	}
+}

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: MIT
+/*
+ * stat_child.c - the process test_stat.sh watches with uslab-stat: with
+ * USLAB_STATS=1 it creates caches, has threads allocate and free across
+ * each other, defers frees with uslab_free_rcu, then flushes every thread
+ * and writes "ready" on stdout with what it holds, and waits for stdin to
+ * close. The numbers it prints are exact: uslab-stat must show them.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uslab.h>
+
+#define HELD_A 1000
+#define HELD_B 300
+
+static struct uslab_cache *a, *b;
+static void *held_b[2][HELD_B];
+
+static void *worker(void *arg)
+{
+	void **mine = held_b[(long)arg];
+	void *tmp[500];
+
+	for (int round = 0; round < 20; round++) {
+		for (int i = 0; i < 500; i++)
+			tmp[i] = uslab_cache_alloc(a);
+		for (int i = 0; i < 500; i++)
+			uslab_cache_free(a, tmp[i]);
+	}
+	for (int i = 0; i < HELD_B; i++)
+		mine[i] = uslab_cache_alloc(b);
+	uslab_thread_flush();
+	return NULL;
+}
+
+int main(void)
+{
+	void *held_a[HELD_A];
+	pthread_t t[2];
+	char buf[16];
+
+	a = uslab_cache_create("stat_a", 200, NULL, 0);
+	b = uslab_cache_create("stat_b", 64, NULL, 0);
+	if (!a || !b)
+		return 1;
+	for (int i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, worker, (void *)(long)i);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	for (int i = 0; i < HELD_A; i++)
+		held_a[i] = uslab_cache_alloc(a);
+	for (int i = 0; i < 100; i++)
+		uslab_free_rcu(uslab_cache_alloc(a));
+	uslab_rcu_barrier();
+	uslab_thread_flush();
+	printf("ready stat_a=%d stat_b=%d\n", HELD_A, 2 * HELD_B);
+	fflush(stdout);
+	while (fgets(buf, sizeof(buf), stdin))
+		;
+	for (int i = 0; i < HELD_A; i++)
+		uslab_cache_free(a, held_a[i]);
+	return 0;
+}

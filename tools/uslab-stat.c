@@ -1,0 +1,358 @@
+// SPDX-License-Identifier: MIT
+/*
+ * uslab-stat - slabinfo and slabtop for a process using uslab. The process
+ * exports its caches with USLAB_STATS=1 (src/export.c) into
+ * /dev/shm/uslab-stat.<pid>; this program reads that snapshot.
+ *
+ *   uslab-stat PID                 /proc/slabinfo's format, then a totals line
+ *   uslab-stat -w SECONDS PID      refresh like slabtop (sorted by memory)
+ *   uslab-stat -s KEY ...          sort by name, objs, active, size, mem, slabs
+ *   uslab-stat --events PID        slow-path counters per cache
+ *   uslab-stat --json PID          the snapshot as JSON
+ *   uslab-stat --options [PID]     the USLAB_* variables in effect
+ *   uslab-stat --list              processes that export
+ *
+ * Exit status: 0, or 1 with a one-line message (no such process, it does
+ * not export, its file cannot be read), 2 for a usage error.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "export.h"
+
+struct snap {
+	struct export_header h;
+	struct export_row *rows;
+};
+
+static const char *prog = "uslab-stat";
+
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return 1;
+}
+
+/*
+ * Read the snapshot of @pid into @s (rows allocated). Return: 0, or 1
+ * after printing why not.
+ */
+static int snap_read(int pid, struct snap *s)
+{
+	char path[96];
+	struct stat sb;
+	const struct export_header *h;
+	uint64_t start;
+	void *m;
+	int fd;
+
+	if (pid <= 0 || (kill(pid, 0) && errno == ESRCH))
+		return fail("no process %d", pid);
+	snprintf(path, sizeof(path), "%s/%s%d", EXPORT_DIR, EXPORT_PREFIX, pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT)
+		return fail("process %d does not export its caches (run it with USLAB_STATS=1)",
+			    pid);
+	if (fd < 0)
+		return fail("cannot read %s (pid %d): %s", path, pid, strerror(errno));
+	if (fstat(fd, &sb) || (size_t)sb.st_size < sizeof(*h)) {
+		close(fd);
+		return fail("%s (pid %d) is not a uslab snapshot", path, pid);
+	}
+	m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return fail("cannot map %s (pid %d)", path, pid);
+	h = m;
+	start = export_starttime(pid);
+	if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != EXPORT_MAGIC ||
+	    h->version != EXPORT_VERSION || h->row_size != sizeof(struct export_row) ||
+	    h->pid != pid || (start && h->starttime != start)) {
+		munmap(m, (size_t)sb.st_size);
+		return fail("%s is stale or not of this version (pid %d does not export)", path,
+			    pid);
+	}
+	s->rows = calloc(EXPORT_MAX_ROWS, sizeof(struct export_row));
+	if (!s->rows) {
+		munmap(m, (size_t)sb.st_size);
+		return fail("no memory (pid %d)", pid);
+	}
+	/* The seqlock of export.h: copy between two equal, even counts. */
+	for (int tries = 0;; tries++) {
+		uint64_t seq = __atomic_load_n(&h->seq, __ATOMIC_ACQUIRE);
+		uint32_t n;
+
+		if (!(seq & 1)) {
+			memcpy(&s->h, h, sizeof(*h));
+			n = s->h.nrows;
+			if (n > EXPORT_MAX_ROWS || export_bytes(n) > (size_t)sb.st_size)
+				n = 0;
+			memcpy(s->rows, h + 1, (size_t)n * sizeof(struct export_row));
+			/* (seq_cst: read after the copy; x86 keeps loads in order.) */
+			if (__atomic_load_n(&h->seq, __ATOMIC_SEQ_CST) == seq) {
+				s->h.nrows = n;
+				break;
+			}
+		}
+		if (tries == 1000) {
+			munmap(m, (size_t)sb.st_size);
+			free(s->rows);
+			return fail("%s (pid %d) is being rewritten without end", path, pid);
+		}
+		usleep(1000);
+	}
+	munmap(m, (size_t)sb.st_size);
+	return 0;
+}
+
+/* ------------------------------------------------------------- sort */
+
+static int sort_key; /* 0: list order */
+
+static int cmp_rows(const void *pa, const void *pb)
+{
+	const struct export_row *a = pa, *b = pb;
+	uint64_t x = 0, y = 0;
+
+	switch (sort_key) {
+	case 'n':
+		return strcmp(a->name, b->name);
+	case 'o':
+		x = a->st.num_objs, y = b->st.num_objs;
+		break;
+	case 'a':
+		x = a->st.active_objs, y = b->st.active_objs;
+		break;
+	case 's':
+		x = a->st.objsize, y = b->st.objsize;
+		break;
+	case 'l':
+		x = a->st.num_slabs, y = b->st.num_slabs;
+		break;
+	default: /* memory */
+		x = export_row_bytes(a), y = export_row_bytes(b);
+		break;
+	}
+	return x < y ? 1 : x > y ? -1 : strcmp(a->name, b->name);
+}
+
+static int parse_sort(const char *k)
+{
+	static const char *const keys[] = { "name", "objs", "active", "size", "slabs", "mem" };
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (!strcmp(k, keys[i]))
+			return keys[i][0] == 's' && keys[i][1] == 'l' ? 'l' : keys[i][0];
+	return -1;
+}
+
+/* ------------------------------------------------------------- print */
+
+static void json_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fputc('\\', f);
+		if ((unsigned char)*s < 0x20)
+			fprintf(f, "\\u%04x", *s);
+		else
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static void print_json(FILE *f, const struct snap *s)
+{
+	fprintf(f,
+		"{\"pid\": %d, \"updated_ns\": %" PRIu64 ", \"refreshes\": %" PRIu64
+		", \"refresh_cpu_ns\": %" PRIu64 ",\n \"rcu\": {\"queued\": %" PRIu64
+		", \"freed\": %" PRIu64 ", \"batches\": %" PRIu64 "},\n \"caches\": [",
+		s->h.pid, s->h.updated_ns, s->h.refreshes, s->h.refresh_ns, s->h.rcu.queued,
+		s->h.rcu.freed, s->h.rcu.batches);
+	for (uint32_t i = 0; i < s->h.nrows; i++) {
+		const struct export_row *r = &s->rows[i];
+
+		fprintf(f, "%s\n  {\"name\": ", i ? "," : "");
+		json_string(f, r->name);
+		fprintf(f,
+			", \"active_objs\": %lu, \"num_objs\": %lu, \"objsize\": %u, \"object_size\": %u"
+			", \"objperslab\": %u, \"pagesperslab\": %u, \"active_slabs\": %lu"
+			", \"num_slabs\": %lu, \"partial_slabs\": %lu, \"sheaf_capacity\": %u"
+			", \"sheaved\": %" PRIu64 ", \"barn_full\": %lu, \"barn_empty\": %lu"
+			", \"layout\": \"%s\", \"meta_bytes\": %u, \"bytes\": %" PRIu64
+			", \"events\": {",
+			r->st.active_objs, r->st.num_objs, r->st.objsize, r->st.object_size,
+			r->st.objperslab, r->st.pagesperslab, r->st.active_slabs, r->st.num_slabs,
+			r->st.partial_slabs, r->st.sheaf_capacity, r->sheaved, r->st.barn_full,
+			r->st.barn_empty,
+			uslab_layout_name(r->st.layout) ? uslab_layout_name(r->st.layout) : "?",
+			r->st.meta_bytes, export_row_bytes(r));
+		for (unsigned int k = 0; uslab_stat_name(k); k++)
+			fprintf(f, "%s\"%s\": %" PRIu64, k ? ", " : "", uslab_stat_name(k),
+				r->st.events[k]);
+		fputs("}}", f);
+	}
+	fputs("\n]}\n", f);
+}
+
+/* -w: one frame, written at once, each line cleared to its end (no flicker). */
+static int watch(int pid, double seconds)
+{
+	struct timespec ts = { (time_t)seconds, (long)((seconds - (time_t)seconds) * 1e9) };
+
+	for (unsigned long frame = 0;; frame++) {
+		struct snap s;
+		char *buf = NULL, *line, *save = NULL;
+		size_t len = 0;
+		FILE *f;
+		time_t now = time(NULL);
+
+		if (snap_read(pid, &s))
+			return 1;
+		qsort(s.rows, s.h.nrows, sizeof(*s.rows), cmp_rows);
+		f = open_memstream(&buf, &len);
+		if (!f)
+			return fail("no memory (pid %d)", pid);
+		fprintf(f, "uslab-stat %d - %s", pid, ctime(&now));
+		export_print_slabinfo(f, s.rows, s.h.nrows);
+		fclose(f);
+		fputs("\033[H", stdout);
+		for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+			printf("%s\033[K\n", line);
+		fputs("\033[J", stdout);
+		fflush(stdout);
+		free(buf);
+		free(s.rows);
+		nanosleep(&ts, NULL);
+	}
+	return 0;
+}
+
+static int list(void)
+{
+	DIR *d = opendir(EXPORT_DIR);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return fail("cannot read %s: %s", EXPORT_DIR, strerror(errno));
+	printf("# pid  caches  objects  command\n");
+	while ((e = readdir(d))) {
+		struct snap s;
+		char comm[64] = "?", path[64];
+		uint64_t objs = 0;
+		FILE *f;
+		int pid;
+
+		if (strncmp(e->d_name, EXPORT_PREFIX, strlen(EXPORT_PREFIX)))
+			continue;
+		pid = atoi(e->d_name + strlen(EXPORT_PREFIX));
+		if (pid <= 0 || kill(pid, 0) || export_starttime(pid) == 0)
+			continue; /* gone: a stale file */
+		if (snap_read(pid, &s))
+			continue;
+		for (uint32_t i = 0; i < s.h.nrows; i++)
+			objs += s.rows[i].st.active_objs;
+		snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+		if ((f = fopen(path, "r"))) {
+			if (fgets(comm, sizeof(comm), f))
+				comm[strcspn(comm, "\n")] = 0;
+			fclose(f);
+		}
+		printf("%6d %6u %8" PRIu64 "  %s\n", pid, s.h.nrows, objs, comm);
+		free(s.rows);
+		n++;
+	}
+	closedir(d);
+	return 0;
+}
+
+static int usage(void)
+{
+	fprintf(stderr,
+		"usage: %s [-s KEY] [-w SECONDS] [--events | --json] PID\n"
+		"       %s --options [PID]\n"
+		"       %s --list\n"
+		"KEY: name, objs, active, size, slabs, mem (default for -w: mem)\n",
+		prog, prog, prog);
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	enum { SLABINFO, EVENTS, JSON, OPTIONS } what = SLABINFO;
+	double wait = 0;
+	int pid = 0, i;
+	struct snap s;
+
+	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "--events")) {
+			what = EVENTS;
+		} else if (!strcmp(argv[i], "--json")) {
+			what = JSON;
+		} else if (!strcmp(argv[i], "--options")) {
+			what = OPTIONS;
+		} else if (!strcmp(argv[i], "--list")) {
+			return list();
+		} else if (!strcmp(argv[i], "-w") && i + 1 < argc) {
+			wait = atof(argv[++i]);
+			if (wait <= 0)
+				return usage();
+			if (!sort_key)
+				sort_key = 'm';
+		} else if (!strcmp(argv[i], "-s") && i + 1 < argc) {
+			if ((sort_key = parse_sort(argv[++i])) < 0)
+				return usage();
+		} else {
+			return usage();
+		}
+	}
+	if (i == argc && what == OPTIONS) {
+		uslab_options_print(stdout); /* this program's own environment */
+		return 0;
+	}
+	if (i != argc - 1)
+		return usage();
+	pid = atoi(argv[i]);
+	if (wait > 0)
+		return watch(pid, wait);
+	if (snap_read(pid, &s))
+		return 1;
+	if (sort_key)
+		qsort(s.rows, s.h.nrows, sizeof(*s.rows), cmp_rows);
+	switch (what) {
+	case SLABINFO:
+		export_print_slabinfo(stdout, s.rows, s.h.nrows);
+		break;
+	case EVENTS:
+		export_print_events(stdout, s.rows, s.h.nrows);
+		break;
+	case JSON:
+		print_json(stdout, &s);
+		break;
+	case OPTIONS:
+		fputs(s.h.options, stdout);
+		break;
+	}
+	free(s.rows);
+	return 0;
+}
