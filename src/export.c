@@ -16,11 +16,14 @@
  * lifecycle.c, cache.c, thread.c and rcu.c's public calls).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -113,13 +116,37 @@ static void at_exit(void)
 		unlink(path);
 }
 
+/* Remove the files of exporters that died without exit (a kill, a crash). */
+static void sweep_stale(void)
+{
+	DIR *d = opendir(EXPORT_DIR);
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		char file[300];
+		int pid;
+
+		if (strncmp(e->d_name, EXPORT_PREFIX, strlen(EXPORT_PREFIX)))
+			continue;
+		pid = atoi(e->d_name + strlen(EXPORT_PREFIX));
+		if (pid > 0 && kill(pid, 0) && errno == ESRCH) {
+			snprintf(file, sizeof(file), "%s/%s", EXPORT_DIR, e->d_name);
+			unlink(file); /* (another user's: refused, left alone) */
+		}
+	}
+	if (d)
+		closedir(d);
+}
+
 /* Create and map this process's file, with its header. Return: 0 or an errno. */
 static int export_open(void)
 {
 	size_t bytes = export_bytes(EXPORT_MAX_ROWS);
+	struct stat sb;
 	FILE *opts;
 	int fd;
 
+	sweep_stale();
 	snprintf(path, sizeof(path), "%s/%s%d", EXPORT_DIR, EXPORT_PREFIX, (int)getpid());
 	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -140,6 +167,10 @@ static int export_open(void)
 	map->row_size = sizeof(struct export_row);
 	map->pid = (int32_t)getpid();
 	map->starttime = export_starttime(map->pid);
+	if (!stat("/proc/self/exe", &sb)) {
+		map->exe_dev = sb.st_dev;
+		map->exe_ino = sb.st_ino;
+	}
 	opts = fmemopen(map->options, sizeof(map->options) - 1, "w");
 	if (opts) {
 		options_print(opts); /* (inside the start-up: not the exported call) */

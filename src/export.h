@@ -6,14 +6,19 @@
  *
  * Torn reads: the writer makes @seq odd, rewrites the rows, makes it even
  * again (a seqlock); a reader copies the file between two equal, even
- * reads of @seq. A crashed writer: the reader checks that the pid is alive
- * and started at @starttime (pid reuse), else the file is stale.
+ * reads of @seq. A crashed writer: the reader checks that the pid is alive,
+ * started at @starttime (pid reuse) and still runs the program that wrote
+ * the file (@exe_dev, @exe_ino: an exec keeps the pid and the start time),
+ * else the file is stale. A process that starts exporting removes the
+ * stale files of dead processes it finds.
  */
 #ifndef USLAB_EXPORT_H
 #define USLAB_EXPORT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <uslab.h>
 
@@ -38,7 +43,9 @@ struct export_header {
 	uint32_t row_size; /* sizeof(struct export_row) */
 	int32_t pid;
 	uint32_t nrows;
-	uint64_t starttime;  /* the process's start, /proc/PID/stat field 22 */
+	uint64_t starttime; /* the process's start, /proc/PID/stat field 22 */
+	uint64_t exe_dev;   /* its program (/proc/PID/exe): an exec'd image is not the writer */
+	uint64_t exe_ino;
 	uint64_t seq;	     /* odd while the rows are rewritten */
 	uint64_t updated_ns; /* CLOCK_REALTIME of the snapshot */
 	uint64_t refresh_ns; /* CPU time the last refresh took */
@@ -74,6 +81,20 @@ static inline uint64_t export_starttime(int pid)
 	}
 	fclose(f);
 	return t;
+}
+
+/* Whether the snapshot header @h describes the live process @pid (not a stale file). */
+static inline bool export_is_live(const struct export_header *h, int pid)
+{
+	char path[64];
+	struct stat sb;
+	uint64_t start = export_starttime(pid);
+
+	if (!start || h->starttime != start)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	/* (Unreadable for another user's process: the start time must do.) */
+	return stat(path, &sb) || (sb.st_dev == h->exe_dev && sb.st_ino == h->exe_ino);
 }
 
 /* Print rows as /proc/slabinfo does (and a totals line); export.c and uslab-stat share it. */

@@ -60,7 +60,6 @@ static int snap_read(int pid, struct snap *s)
 	char path[96];
 	struct stat sb;
 	const struct export_header *h;
-	uint64_t start;
 	void *m;
 	int fd;
 
@@ -82,10 +81,9 @@ static int snap_read(int pid, struct snap *s)
 	if (m == MAP_FAILED)
 		return fail("cannot map %s (pid %d)", path, pid);
 	h = m;
-	start = export_starttime(pid);
 	if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != EXPORT_MAGIC ||
 	    h->version != EXPORT_VERSION || h->row_size != sizeof(struct export_row) ||
-	    h->pid != pid || (start && h->starttime != start)) {
+	    h->pid != pid || !export_is_live(h, pid)) {
 		munmap(m, (size_t)sb.st_size);
 		return fail("%s is stale or not of this version (pid %d does not export)", path,
 			    pid);
