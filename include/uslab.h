@@ -450,6 +450,7 @@ USLAB_API void uslab_options_print(FILE *f);
 #include <uslab/fastpath.h>
 #include <uslab/kmalloc.h>
 #include <uslab/magazine.h>
+#include <uslab/counter.h>
 
 #ifdef __cplusplus
 }

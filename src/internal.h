@@ -34,7 +34,8 @@
  * libuslab-malloc.so (malloc.c) sits above all of them and uses only the
  * public API (<uslab.h>), as any program does.
  *
- * Services any layer may call: debug.c (usl_bug, usl_warn, assertions),
+ * Services any layer may call: counter.c (the counters and ID batches of
+ * <uslab/counter.h>, for programs), debug.c (usl_bug, usl_warn, assertions),
  * options.c (usl_opt), failslab.c (fault injection), stats.c (counter
  * names), lock.c (the lock and its order check, src/lock.h); and usl_init(), the lazy start-up that the
  * first slow path of any layer may trigger (with usl_starting_self()).
@@ -612,6 +613,8 @@ struct uslab_options {
 	unsigned int on_bug;	       /* USLAB_ON_BUG: enum on_bug */
 	unsigned int stats;	       /* USLAB_STATS: enum stats_mode */
 	unsigned int stats_ms;	       /* USLAB_STATS_MS */
+	unsigned int counter_batch;    /* USLAB_COUNTER_BATCH */
+	unsigned int idgen_batch;      /* USLAB_IDGEN_BATCH */
 	unsigned int nr_cpus;
 };
 

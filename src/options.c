@@ -83,6 +83,11 @@ static const struct option_row {
 	  usl_stats_names, NULL },
 	{ "USLAB_STATS_MS", &usl_opt.stats_ms, 1000, 10, 3600000,
 	  "milliseconds between two snapshots of USLAB_STATS=1", NULL, NULL },
+	{ "USLAB_COUNTER_BATCH", &usl_opt.counter_batch, 0, 0, 1u << 30,
+	  "delta a thread keeps per uslab_counter (0: max(32, 2 * CPUs), as percpu_counter_batch)",
+	  NULL, NULL },
+	{ "USLAB_IDGEN_BATCH", &usl_opt.idgen_batch, USLAB_IDGEN_BATCH, 1, 1u << 30,
+	  "IDs a thread takes at once from a uslab_idgen (get_next_ino: 1024)", NULL, NULL },
 	/* No variable: strings of their own, parsed by their owners. */
 	{ "USLAB_FAILSLAB", NULL, 0, 0, 0,
 	  "probability[,interval[,times[,cache]]]: allocations fail with ENOMEM (failslab)", NULL,

@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: MIT
+/*
+ * counter.c - per-thread-batched counters and ID batches
+ * (<uslab/counter.h>): a service of the library for programs, independent
+ * of the allocator's layers.
+ *
+ * Every counter or generator owns an index into every thread's table of
+ * slots (struct uslab_priv_cslot) and a generation number; a slot belongs
+ * to it while the slot's generation equals its own. Indices of destroyed
+ * objects are reused; their stale slots are told apart by the generation.
+ * A thread's table is created on its first slow path, grown as indices
+ * grow (by the thread itself, under reg_lock, so a sum never reads a table
+ * being replaced) and folded in and freed at thread exit.
+ *
+ * Lock: reg_lock (a plain mutex, taken by no other lock's holder) guards
+ * the registry of tables, the index allocator and the table of owners; the
+ * fast paths take nothing.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* A thread's table, on the registry while the thread lives. */
+struct ctable {
+	struct list_node link;
+	struct uslab_priv_cslot *slots;
+	uint32_t n;
+};
+
+__thread struct uslab_priv_cslot *uslab_priv_cslots;
+__thread uint32_t uslab_priv_ncslots;
+static __thread struct ctable *tls_table;
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct list_node tables = LIST_HEAD_INIT(tables);
+static pthread_key_t exit_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static uint64_t next_gen = 1;
+
+/* The owner of each index (a counter, or NULL: a generator or free), and which are taken. */
+static struct uslab_counter **owners;
+static uint8_t *taken;
+static uint32_t nidx;
+
+/* Fold this thread's counter deltas in and free its table (thread exit). */
+static void table_exit(void *arg)
+{
+	struct ctable *t = arg;
+
+	pthread_mutex_lock(&reg_lock);
+	for (uint32_t i = 0; i < t->n && i < nidx; i++) {
+		struct uslab_counter *c = owners[i];
+
+		if (c && t->slots[i].gen == c->gen && t->slots[i].a)
+			__atomic_add_fetch(&c->count, t->slots[i].a, __ATOMIC_RELAXED);
+	}
+	list_del(&t->link);
+	pthread_mutex_unlock(&reg_lock);
+	if (tls_table == t) {
+		uslab_priv_cslots = NULL;
+		uslab_priv_ncslots = 0;
+		tls_table = NULL;
+	}
+	free(t->slots);
+	free(t);
+}
+
+static void make_key(void)
+{
+	if (pthread_key_create(&exit_key, table_exit))
+		abort(); /* no key left: the process cannot keep counters */
+}
+
+/*
+ * This thread's table with room for index @idx (created, or grown under
+ * reg_lock). Return: the slot, or NULL with no memory.
+ */
+static struct uslab_priv_cslot *slot_of(uint32_t idx)
+{
+	struct ctable *t = tls_table;
+	struct uslab_priv_cslot *s;
+	uint32_t n;
+
+	if (t && idx < t->n)
+		return &t->slots[idx];
+	pthread_once(&key_once, make_key);
+	n = t ? t->n : 0;
+	while (n <= idx)
+		n = n ? 2 * n : 16;
+	s = calloc(n, sizeof(*s));
+	if (!s)
+		return NULL;
+	if (!t) {
+		t = calloc(1, sizeof(*t));
+		if (!t) {
+			free(s);
+			return NULL;
+		}
+		pthread_setspecific(exit_key, t);
+	}
+	pthread_mutex_lock(&reg_lock);
+	if (t->slots)
+		memcpy(s, t->slots, t->n * sizeof(*s));
+	else
+		list_add(&t->link, &tables);
+	free(t->slots);
+	t->slots = s;
+	t->n = n;
+	pthread_mutex_unlock(&reg_lock);
+	tls_table = t;
+	uslab_priv_cslots = s;
+	uslab_priv_ncslots = n;
+	return &s[idx];
+}
+
+/* An index and a generation for a new object (@c: a counter, NULL: a generator). */
+static int idx_alloc(struct uslab_counter *c, uint32_t *idx, uint64_t *gen)
+{
+	uint32_t i;
+
+	pthread_mutex_lock(&reg_lock);
+	for (i = 0; i < nidx && taken[i]; i++)
+		;
+	if (i == nidx) {
+		uint32_t n = nidx ? 2 * nidx : 64;
+		struct uslab_counter **o = realloc(owners, n * sizeof(*o));
+		uint8_t *t = o ? realloc(taken, n) : NULL;
+
+		if (o)
+			owners = o;
+		if (!t) {
+			pthread_mutex_unlock(&reg_lock);
+			return -ENOMEM;
+		}
+		taken = t;
+		memset(owners + nidx, 0, (n - nidx) * sizeof(*o));
+		memset(taken + nidx, 0, n - nidx);
+		nidx = n;
+	}
+	taken[i] = 1;
+	owners[i] = c;
+	*idx = i;
+	*gen = next_gen++;
+	pthread_mutex_unlock(&reg_lock);
+	return 0;
+}
+
+static void idx_free(uint32_t idx)
+{
+	pthread_mutex_lock(&reg_lock);
+	USLAB_ASSERT(idx < nidx && taken[idx]);
+	taken[idx] = 0;
+	owners[idx] = NULL;
+	pthread_mutex_unlock(&reg_lock);
+}
+
+/* ---------------------------------------------------------- counters */
+
+int uslab_counter_init(struct uslab_counter *c, int64_t initial)
+{
+	if (usl_init())
+		return -ENOMEM;
+	memset(c, 0, sizeof(*c));
+	c->count = initial;
+	c->batch = usl_opt.counter_batch ? usl_opt.counter_batch :
+					   (usl_opt.nr_cpus * 2 > 32 ? usl_opt.nr_cpus * 2 : 32);
+	return idx_alloc(c, &c->idx, &c->gen);
+}
+
+void uslab_counter_destroy(struct uslab_counter *c)
+{
+	if (c)
+		idx_free(c->idx);
+}
+
+int64_t uslab_counter_read(const struct uslab_counter *c)
+{
+	return __atomic_load_n(&c->count, __ATOMIC_RELAXED);
+}
+
+int64_t uslab_counter_sum(const struct uslab_counter *c)
+{
+	struct ctable *t;
+	int64_t sum;
+
+	pthread_mutex_lock(&reg_lock);
+	sum = __atomic_load_n(&c->count, __ATOMIC_RELAXED);
+	list_for_each_entry(t, &tables, link) {
+		const struct uslab_priv_cslot *s = c->idx < t->n ? &t->slots[c->idx] : NULL;
+
+		if (s && __atomic_load_n(&s->gen, __ATOMIC_RELAXED) == c->gen)
+			sum += __atomic_load_n(&s->a, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&reg_lock);
+	return sum;
+}
+
+/*
+ * The slow path of an add: this thread's slot made (or taken over from a
+ * destroyed counter), or its delta folded into the shared count.
+ */
+void uslab_priv_counter_add_slow(struct uslab_counter *c, int64_t delta)
+{
+	struct uslab_priv_cslot *s = slot_of(c->idx);
+	int64_t v;
+
+	if (!s) {
+		__atomic_add_fetch(&c->count, delta, __ATOMIC_RELAXED); /* no memory: shared */
+		return;
+	}
+	if (s->gen != c->gen) {
+		__atomic_store_n(&s->a, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->gen, c->gen, __ATOMIC_RELAXED);
+	}
+	v = s->a + delta;
+	if (v < c->batch && v > -c->batch) {
+		__atomic_store_n(&s->a, v, __ATOMIC_RELAXED);
+		return;
+	}
+	/* (A sum between these two may count v twice: exact only when no add runs.) */
+	__atomic_add_fetch(&c->count, v, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->a, 0, __ATOMIC_RELAXED);
+}
+
+void(uslab_counter_add)(struct uslab_counter *c, int64_t delta)
+{
+	uslab_counter_add_inline(c, delta);
+}
+
+/* -------------------------------------------------------- generators */
+
+int uslab_idgen_init(struct uslab_idgen *g, uint64_t first)
+{
+	if (usl_init())
+		return -ENOMEM;
+	memset(g, 0, sizeof(*g));
+	g->next = first;
+	g->batch = usl_opt.idgen_batch;
+	return idx_alloc(NULL, &g->idx, &g->gen);
+}
+
+void uslab_idgen_destroy(struct uslab_idgen *g)
+{
+	if (g)
+		idx_free(g->idx);
+}
+
+/* A new batch for this thread (or, with no memory, one ID straight from the shared atomic). */
+uint64_t uslab_priv_idgen_next_slow(struct uslab_idgen *g)
+{
+	struct uslab_priv_cslot *s = slot_of(g->idx);
+	uint64_t start;
+
+	if (!s)
+		return __atomic_fetch_add(&g->next, 1, __ATOMIC_RELAXED);
+	if (s->gen == g->gen && s->a < s->b)
+		return (uint64_t)s->a++;
+	start = __atomic_fetch_add(&g->next, g->batch, __ATOMIC_RELAXED);
+	s->gen = g->gen;
+	s->a = (int64_t)start + 1;
+	s->b = (int64_t)(start + g->batch);
+	return start;
+}
+
+uint64_t(uslab_idgen_next)(struct uslab_idgen *g)
+{
+	return uslab_idgen_next_inline(g);
+}
