@@ -28,6 +28,9 @@
  *                                uslab_free_rcu()); kfree_rcu_mightsleep(p)
  *   kvfree_rcu_barrier()         uslab_rcu_barrier()
  *   SLAB_TYPESAFE_BY_RCU
+ *   struct percpu_counter, percpu_counter_init(c, v, gfp), _add, _inc, _dec,
+ *   _read, _read_positive, _sum, _sum_positive, _destroy   (uslab/counter.h)
+ *   get_next_ino-style batches: uslab_idgen (uslab/counter.h)
  *   SLAB_CONSISTENCY_CHECKS, SLAB_RED_ZONE, SLAB_POISON, SLAB_STORE_USER
  *                                the debug tier (uslab.h)
  *   SLAB_HWCACHE_ALIGN, GFP_KERNEL, GFP_ATOMIC, GFP_NOWAIT, __GFP_NOWARN,
@@ -276,5 +279,33 @@ static inline void kfree_bulk(size_t size, void **p)
 #ifdef __cplusplus
 }
 #endif
+
+/* percpu_counter: the per-thread-batched counters of <uslab/counter.h>. */
+#define percpu_counter uslab_counter
+static inline int percpu_counter_init(struct percpu_counter *c, int64_t v, gfp_t gfp)
+{
+	(void)gfp;
+	return uslab_counter_init(c, v);
+}
+#define percpu_counter_add(c, d) uslab_counter_add((c), (d))
+#define percpu_counter_inc(c) uslab_counter_add((c), 1)
+#define percpu_counter_dec(c) uslab_counter_add((c), -1)
+#define percpu_counter_read(c) uslab_counter_read(c)
+#define percpu_counter_sum(c) uslab_counter_sum(c)
+#define percpu_counter_destroy(c) uslab_counter_destroy(c)
+
+static inline int64_t percpu_counter_read_positive(const struct percpu_counter *c)
+{
+	int64_t v = uslab_counter_read(c);
+
+	return v > 0 ? v : 0;
+}
+
+static inline int64_t percpu_counter_sum_positive(const struct percpu_counter *c)
+{
+	int64_t v = uslab_counter_sum(c);
+
+	return v > 0 ? v : 0;
+}
 
 #endif /* USLAB_KMEM_H */

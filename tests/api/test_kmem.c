@@ -88,8 +88,26 @@ static void test_kernel_names(void)
 	kmem_cache_destroy(NULL);
 }
 
+/* The kernel's percpu_counter calls, on uslab_counter. */
+static void test_percpu_counter(void)
+{
+	struct percpu_counter c;
+
+	CHECK(percpu_counter_init(&c, 10, GFP_KERNEL) == 0, "init");
+	for (int i = 0; i < 1000; i++)
+		percpu_counter_inc(&c);
+	percpu_counter_add(&c, -5);
+	percpu_counter_dec(&c);
+	CHECK(percpu_counter_sum(&c) == 1004, "sum %lld", (long long)percpu_counter_sum(&c));
+	CHECK(percpu_counter_sum_positive(&c) == 1004, "sum_positive");
+	CHECK(percpu_counter_read_positive(&c) >= 0 && 1004 - percpu_counter_read(&c) < c.batch,
+	      "read within a batch of one thread: %lld", (long long)percpu_counter_read(&c));
+	percpu_counter_destroy(&c);
+}
+
 int main(void)
 {
 	RUN(test_kernel_names);
+	RUN(test_percpu_counter);
 	return 0;
 }
