@@ -163,4 +163,41 @@ static inline void report_value(const char *bench, const char *variant, const ch
 	printf("CSV,%s,%s,%s,%s,%.4f\n", bench, variant, param, metric, value);
 }
 
+/*
+ * A latency histogram of TSC cycle counts, for many threads' samples
+ * without storing them: exact below 64 cycles, then 64 buckets per power
+ * of two (1.6% resolution). Each thread fills its own array of HBUCKETS
+ * counters (hist_add); the arrays are summed and hist_quantile reads them.
+ */
+#define HBUCKETS 3840
+
+static inline unsigned int hist_bucket(uint64_t v)
+{
+	unsigned int e;
+
+	if (v < 64)
+		return (unsigned int)v;
+	e = 63u - (unsigned int)__builtin_clzll(v); /* >= 6 */
+	return (e - 5) * 64 + (unsigned int)((v >> (e - 6)) & 63);
+}
+
+static inline void hist_add(uint64_t *h, uint64_t cycles)
+{
+	h[hist_bucket(cycles)]++;
+}
+
+/* The @q-quantile (0..1) of the @n samples in @h, in cycles (its bucket's floor). */
+static inline uint64_t hist_quantile(const uint64_t *h, uint64_t n, double q)
+{
+	uint64_t want = (uint64_t)(q * (double)(n - 1)) + 1, seen = 0;
+	unsigned int b;
+
+	for (b = 0; b < HBUCKETS - 1; b++) {
+		seen += h[b];
+		if (seen >= want)
+			break;
+	}
+	return b < 64 ? b : (64ull + b % 64) << (b / 64 - 1);
+}
+
 #endif /* USLAB_BENCH_H */

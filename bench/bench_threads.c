@@ -8,7 +8,14 @@
  *	threads-<peer> NTHREADS [SIZE [OPS [REPS]]]	(defaults 1 256 20000000 5)
  *
  * OPS is alloc+free pairs per thread. Reports the median total throughput
- * in million pairs per second.
+ * in million pairs per second; the p50, p99 and p999 of one alloc and of
+ * one free (the first of each burst timed with rdtsc, lfence first, its
+ * own ~25 cycles included, all threads' samples together); and, with many
+ * threads, what per-thread caching holds: the process's resident memory
+ * while every thread is done with its loop but has not exited (rss_mb),
+ * and for uslab the memory in objects its cache has handed out then
+ * (held_kb): the program holds none, so that is what the threads' sheaves
+ * and the barn keep.
  */
 #include "bench.h"
 #include "peer.h"
@@ -28,7 +35,10 @@ struct worker {
 	pthread_t thread;
 	int cpu;
 	double start, end;
+	uint64_t lat_alloc[HBUCKETS], lat_free[HBUCKETS];
 };
+
+static pthread_barrier_t done, release;
 
 static void *worker(void *arg)
 {
@@ -39,16 +49,41 @@ static void *worker(void *arg)
 	peer_thread_init();
 	pthread_barrier_wait(&go);
 	w->start = wall_ns();
-	for (unsigned long done = 0; done < ops; done += BURST) {
-		for (int i = 0; i < BURST; i++) {
+	for (unsigned long n = 0; n < ops; n += BURST) {
+		uint64_t t0 = tsc_now();
+
+		p[0] = peer_alloc(size);
+		hist_add(w->lat_alloc, tsc_now() - t0);
+		*(uint64_t *)p[0] = n;
+		for (int i = 1; i < BURST; i++) {
 			p[i] = peer_alloc(size);
-			*(uint64_t *)p[i] = done + (unsigned long)i;
+			*(uint64_t *)p[i] = n + (unsigned long)i;
 		}
-		for (int i = BURST - 1; i >= 0; i--)
+		t0 = tsc_now();
+		peer_free(p[BURST - 1], size);
+		hist_add(w->lat_free, tsc_now() - t0);
+		for (int i = BURST - 2; i >= 0; i--)
 			peer_free(p[i], size);
 	}
 	w->end = wall_ns();
+	pthread_barrier_wait(&done); /* main reads what the threads keep cached */
+	pthread_barrier_wait(&release);
 	return NULL;
+}
+
+/* Median over the repetitions of a quantile of each repetition's samples, in ns. */
+static double quantile_ns(uint64_t (*h)[HBUCKETS], int reps, double q)
+{
+	double v[reps];
+
+	for (int r = 0; r < reps; r++) {
+		uint64_t n = 0;
+
+		for (int b = 0; b < HBUCKETS; b++)
+			n += h[r][b];
+		v[r] = (double)hist_quantile(h[r], n, q);
+	}
+	return median(v, (size_t)reps) / tsc_per_ns();
 }
 
 int main(int argc, char **argv)
@@ -56,10 +91,18 @@ int main(int argc, char **argv)
 	int nthreads = argc > 1 ? atoi(argv[1]) : 1;
 	int reps = argc > 4 ? atoi(argv[4]) : 5;
 	double *mops = calloc((size_t)reps, sizeof(double));
+	double *rss = calloc((size_t)reps, sizeof(double));
+	double *held = calloc((size_t)reps, sizeof(double));
+	uint64_t(*lat_alloc)[HBUCKETS] = calloc((size_t)reps, sizeof(*lat_alloc));
+	uint64_t(*lat_free)[HBUCKETS] = calloc((size_t)reps, sizeof(*lat_free));
 	struct worker *w = calloc((size_t)nthreads, sizeof(*w));
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	char param[32];
 
+	if (nthreads < 1 || reps < 1 || !mops || !rss || !held || !lat_alloc || !lat_free || !w) {
+		fprintf(stderr, "usage: %s NTHREADS [SIZE [OPS [REPS]]]\n", argv[0]);
+		return 2;
+	}
 	size = argc > 2 ? strtoul(argv[2], NULL, 0) : 256;
 	ops = argc > 3 ? strtoul(argv[3], NULL, 0) : 20000000;
 	peer_init(size);
@@ -67,22 +110,52 @@ int main(int argc, char **argv)
 		double t0 = 0, t1 = 0;
 
 		pthread_barrier_init(&go, NULL, (unsigned int)nthreads);
+		pthread_barrier_init(&done, NULL, (unsigned int)nthreads + 1);
+		pthread_barrier_init(&release, NULL, (unsigned int)nthreads + 1);
 		for (int i = 0; i < nthreads; i++) {
+			memset(w[i].lat_alloc, 0, sizeof(w[i].lat_alloc));
+			memset(w[i].lat_free, 0, sizeof(w[i].lat_free));
 			w[i].cpu = (int)(i % ncpu);
-			pthread_create(&w[i].thread, NULL, worker, &w[i]);
+			if (pthread_create(&w[i].thread, NULL, worker, &w[i])) {
+				perror("threads: pthread_create");
+				return 1;
+			}
 		}
+		pthread_barrier_wait(&done);
+		rss[r] = proc_status_mb("VmRSS:");
+		held[r] = peer_held_bytes() / 1024;
+		pthread_barrier_wait(&release);
 		for (int i = 0; i < nthreads; i++) {
 			pthread_join(w[i].thread, NULL);
 			if (i == 0 || w[i].start < t0)
 				t0 = w[i].start;
 			if (i == 0 || w[i].end > t1)
 				t1 = w[i].end;
+			for (int b = 0; b < HBUCKETS; b++) {
+				lat_alloc[r][b] += w[i].lat_alloc[b];
+				lat_free[r][b] += w[i].lat_free[b];
+			}
 		}
 		pthread_barrier_destroy(&go);
+		pthread_barrier_destroy(&done);
+		pthread_barrier_destroy(&release);
 		mops[r] = (double)ops * nthreads / (t1 - t0) * 1e3;
 	}
 	snprintf(param, sizeof(param), "%dT", nthreads);
 	report_value("threads", PEER_NAME, param, "mops", median(mops, (size_t)reps));
+	report_value("threads", PEER_NAME, param, "alloc_p50_ns",
+		     quantile_ns(lat_alloc, reps, 0.5));
+	report_value("threads", PEER_NAME, param, "alloc_p99_ns",
+		     quantile_ns(lat_alloc, reps, 0.99));
+	report_value("threads", PEER_NAME, param, "alloc_p999_ns",
+		     quantile_ns(lat_alloc, reps, 0.999));
+	report_value("threads", PEER_NAME, param, "free_p50_ns", quantile_ns(lat_free, reps, 0.5));
+	report_value("threads", PEER_NAME, param, "free_p99_ns", quantile_ns(lat_free, reps, 0.99));
+	report_value("threads", PEER_NAME, param, "free_p999_ns",
+		     quantile_ns(lat_free, reps, 0.999));
+	report_value("threads", PEER_NAME, param, "rss_mb", median(rss, (size_t)reps));
+	if (peer_held_bytes() >= 0)
+		report_value("threads", PEER_NAME, param, "held_kb", median(held, (size_t)reps));
 	peer_report();
 	return 0;
 }

@@ -89,6 +89,16 @@ static inline void peer_report(void)
 		fprintf(stderr, "%s=%llu ", uslab_stat_name(i), (unsigned long long)st.events[i]);
 	fprintf(stderr, "slabs=%lu active=%lu\n", st.num_slabs, st.active_objs);
 }
+/* Bytes in objects the cache has handed out (held by the program, sheaves, barn). */
+#define PEER_HAS_HELD
+static inline double peer_held_bytes(void)
+{
+	struct uslab_cache_stats st;
+
+	if (uslab_cache_stats(peer_cache, &st))
+		return -1;
+	return (double)st.active_objs * st.object_size;
+}
 #define PEER_HAS_KMALLOC
 static inline void peer_kinit(void)
 {
@@ -349,6 +359,14 @@ static inline void peer_report(void)
 #if defined(PEER_HAS_KMALLOC) && !defined(PEER_USLAB) && !defined(PEER_USLAB_CALL)
 static inline void peer_kreport(void)
 {
+}
+#endif
+
+#ifndef PEER_HAS_HELD
+/* Only uslab says what its caches hold: -1. */
+static inline double peer_held_bytes(void)
+{
+	return -1;
 }
 #endif
 
