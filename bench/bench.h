@@ -186,11 +186,18 @@ static inline void hist_add(uint64_t *h, uint64_t cycles)
 	h[hist_bucket(cycles)]++;
 }
 
-/* The @q-quantile (0..1) of the @n samples in @h, in cycles (its bucket's floor). */
+/*
+ * The @q-quantile (0..1) of the @n samples in @h, in cycles: the floor of
+ * the bucket holding the sample of rank floor(q * (n - 1)) + 1, so up to
+ * 1.6% low. 0 when there are no samples.
+ */
 static inline uint64_t hist_quantile(const uint64_t *h, uint64_t n, double q)
 {
 	uint64_t want = (uint64_t)(q * (double)(n - 1)) + 1, seen = 0;
 	unsigned int b;
+
+	if (!n)
+		return 0;
 
 	for (b = 0; b < HBUCKETS - 1; b++) {
 		seen += h[b];

@@ -16,7 +16,11 @@
  *	       on and off inode_in_use and sb->s_inodes under inode_lock;
  *	       init_file() and fput() take and drop a reference on the mount;
  *	       the file and the dentry are freed with liburcu's call_rcu, one
- *	       callback per object
+ *	       callback per object. Two deliberate departures from 2.6.28:
+ *	       nr_files is a shared atomic here (the kernel's was already a
+ *	       percpu_counter; p1 converts it), and the dentry is deferred
+ *	       through call_rcu (2.6.28 freed unhashed dentries at once), so
+ *	       that every variant but uslab-nodefer defers it like uslab's
  *	p1     nr_dentry (and nr_files, already per-CPU in 2008's kernel) a
  *	       per-thread-batched counter (uslab_counter)
  *	p2     + nr_inodes a uslab_counter
@@ -56,9 +60,12 @@
  *	            deferred frees hold, since the program holds none
  *	peak_rss_mb the process's VmHWM at the end
  *
- * After each repetition every counter must read 0 and every cycle's inode
- * number must have been unique (checked by the sum of the numbers); a
- * mismatch is an error (exit 1).
+ * After each repetition every counter must read 0 and every list be empty,
+ * and every cycle's inode number must have been unique: without ID batches
+ * (2008, p1, p2) their sum must be that of first .. first + n - 1; with
+ * batches each thread records its runs of consecutive numbers, and no two
+ * runs of any threads may overlap. A mismatch is an error (exit 1); a
+ * clean run ends with an "ok" line saying what was checked.
  */
 #include "bench.h"
 
@@ -153,12 +160,25 @@ static const struct {
 	const char *name;
 	unsigned int features;
 } variants[] = {
-	{ "2008", 0 },		 { "p1", 0x01 },
-	{ "p2", 0x03 },		 { "p3", 0x07 },
-	{ "p4", 0x0f },		 { "p5", 0x1f },
-	{ "p6", 0x3f },		 { "p7", 0x7f },
-	{ "uslab", 0xff },	 { "uslab-nodefer", 0x1ff },
-	{ "uslab-late", 0x3ff },
+#define V_P1 P1_NR_DENTRY
+#define V_P2 (V_P1 | P2_NR_INODES)
+#define V_P3 (V_P2 | P3_LAST_INO)
+#define V_P4 (V_P3 | P4_SINGLE_DENTRY)
+#define V_P5 (V_P4 | P5_SINGLE_INODE)
+#define V_P6 (V_P5 | P6_FILE_TYPESAFE)
+#define V_P7 (V_P6 | P7_NO_MNT_REF)
+#define V_USLAB (V_P7 | USLAB_ALL)
+	{ "2008", 0 },
+	{ "p1", V_P1 },
+	{ "p2", V_P2 },
+	{ "p3", V_P3 },
+	{ "p4", V_P4 },
+	{ "p5", V_P5 },
+	{ "p6", V_P6 },
+	{ "p7", V_P7 },
+	{ "uslab", V_USLAB },
+	{ "uslab-nodefer", V_USLAB | NO_DEFER },
+	{ "uslab-late", V_USLAB | NO_DEFER | LATE },
 };
 
 static unsigned int features;
@@ -421,11 +441,18 @@ static void sock_close(struct file *f)
 
 #define SAMPLE_EVERY 8
 
+/* A run of consecutive inode numbers one thread was given. */
+struct run {
+	uint64_t first, n;
+};
+
 struct worker {
 	pthread_t thread;
 	int cpu;
 	double start, end;
 	uint64_t ino_sum; /* sum of the inode numbers it saw */
+	struct run *runs; /* with ID batches: its runs of consecutive numbers */
+	size_t nruns, runs_cap;
 	int failed;
 	uint64_t hist[HBUCKETS];
 };
@@ -434,6 +461,58 @@ static unsigned long cycles;
 static pthread_barrier_t go, done, release;
 
 __attribute__((noinline)) void run_cycles(struct worker *w);
+/* Note @ino in @w's runs (variants with ID batches). Return: false without memory. */
+static bool note_ino(struct worker *w, uint64_t ino)
+{
+	struct run *last = w->nruns ? &w->runs[w->nruns - 1] : NULL;
+
+	if (last && ino == last->first + last->n) {
+		last->n++;
+		return true;
+	}
+	if (w->nruns == w->runs_cap) {
+		size_t cap = w->runs_cap ? 2 * w->runs_cap : 1024;
+		struct run *r = realloc(w->runs, cap * sizeof(*r));
+
+		if (!r)
+			return false;
+		w->runs = r;
+		w->runs_cap = cap;
+	}
+	w->runs[w->nruns++] = (struct run){ ino, 1 };
+	return true;
+}
+
+static int cmp_run(const void *a, const void *b)
+{
+	uint64_t x = ((const struct run *)a)->first, y = ((const struct run *)b)->first;
+
+	return x < y ? -1 : x > y;
+}
+
+/* With ID batches: no two runs of any threads overlap. Return: true if so. */
+static bool runs_disjoint(struct worker *w, int nthreads)
+{
+	size_t n = 0, k = 0;
+	struct run *all;
+	bool ok = true;
+
+	for (int t = 0; t < nthreads; t++)
+		n += w[t].nruns;
+	all = malloc((n ? n : 1) * sizeof(*all));
+	if (!all)
+		return false;
+	for (int t = 0; t < nthreads; t++) {
+		memcpy(all + k, w[t].runs, w[t].nruns * sizeof(*all));
+		k += w[t].nruns;
+	}
+	qsort(all, n, sizeof(*all), cmp_run);
+	for (size_t i = 1; i < n && ok; i++)
+		ok = all[i - 1].first + all[i - 1].n <= all[i].first;
+	free(all);
+	return ok;
+}
+
 __attribute__((noinline)) void run_cycles(struct worker *w)
 {
 	uint64_t sum = 0;
@@ -450,6 +529,10 @@ __attribute__((noinline)) void run_cycles(struct worker *w)
 			break;
 		}
 		sum += f->f_dentry->d_inode->i_ino;
+		if (HAS(P3_LAST_INO) && !note_ino(w, f->f_dentry->d_inode->i_ino)) {
+			w->failed = ENOMEM;
+			break;
+		}
 		sock_close(f);
 		if (!(i % SAMPLE_EVERY))
 			hist_add(w->hist, tsc_now() - t0);
@@ -471,8 +554,7 @@ static void *worker(void *arg)
 	w->start = wall_ns();
 	if (!w->failed)
 		run_cycles(w);
-	w->end = wall_ns();
-	if (late_ring) {
+	if (late_ring) { /* timed: the frees the ring still delays */
 		for (unsigned long i = 0; i < LATE_RING; i++)
 			if (late_ring[i])
 				uslab_cache_free(dentry_cache, late_ring[i]);
@@ -480,6 +562,7 @@ static void *worker(void *arg)
 		late_ring = NULL;
 		late_pos = 0;
 	}
+	w->end = wall_ns();
 	pthread_barrier_wait(&done); /* main reads what the caches hold */
 	pthread_barrier_wait(&release);
 	if (rcu)
@@ -525,11 +608,12 @@ int main(int argc, char **argv)
 		if (!strcmp(name, variants[v].name))
 			break;
 	if (v == (int)(sizeof(variants) / sizeof(variants[0])) || nthreads < 1 || reps < 1 ||
-	    cycles < SAMPLE_EVERY) {
+	    cycles < SAMPLE_EVERY || ((variants[v].features & LATE) && cycles < 4 * LATE_RING)) {
 		fprintf(stderr,
-			"usage: %s 2008|p1|p2|p3|p4|p5|p6|p7|uslab|uslab-nodefer|uslab-late NTHREADS [CYCLES [REPS]] "
-			"(CYCLES >= %d)\n",
-			argv[0], SAMPLE_EVERY);
+			"usage: %s 2008|p1|p2|p3|p4|p5|p6|p7|uslab|uslab-nodefer|uslab-late "
+			"NTHREADS [CYCLES [REPS]]\n"
+			"(CYCLES >= %d; >= %d for uslab-late, whose ring must turn over)\n",
+			argv[0], SAMPLE_EVERY, 4 * LATE_RING);
 		return 2;
 	}
 	features = variants[v].features;
@@ -576,7 +660,7 @@ int main(int argc, char **argv)
 	 * slabs and pages, liburcu's and uslab's threads started. */
 	for (int r = -1; r < reps; r++) {
 		double t0 = 0, t1 = 0;
-		uint64_t first = 0, samples = 0, ino_sum = 0, want_sum;
+		uint64_t first = 0, samples = 0, ino_sum = 0, want_sum, n;
 
 		cycles = r < 0 ? (full / 4 > SAMPLE_EVERY ? full / 4 : SAMPLE_EVERY) : full;
 
@@ -587,7 +671,12 @@ int main(int argc, char **argv)
 		pthread_barrier_init(&done, NULL, (unsigned int)nthreads + 1);
 		pthread_barrier_init(&release, NULL, (unsigned int)nthreads + 1);
 		for (int t = 0; t < nthreads; t++) {
+			struct run *runs = w[t].runs; /* kept across repetitions */
+			size_t cap = w[t].runs_cap;
+
 			memset(&w[t], 0, sizeof(w[t]));
+			w[t].runs = runs;
+			w[t].runs_cap = cap;
 			w[t].cpu = (int)(t % ncpu);
 			errno = pthread_create(&w[t].thread, NULL, worker, &w[t]);
 			if (errno) {
@@ -596,8 +685,9 @@ int main(int argc, char **argv)
 			}
 		}
 		pthread_barrier_wait(&done);
-		held[r] =
-			held_bytes(filp_cache) + held_bytes(dentry_cache) + held_bytes(inode_cache);
+		if (r >= 0)
+			held[r] = held_bytes(filp_cache) + held_bytes(dentry_cache) +
+				  held_bytes(inode_cache);
 		pthread_barrier_wait(&release);
 		for (int t = 0; t < nthreads; t++) {
 			pthread_join(w[t].thread, NULL);
@@ -626,10 +716,10 @@ int main(int argc, char **argv)
 				name);
 			return 1;
 		}
-		/* Without ID batches the numbers are first .. first + n - 1. */
-		want_sum = ((uint64_t)nthreads * cycles) *
-			   (2 * first + (uint64_t)nthreads * cycles - 1) / 2;
-		if (!HAS(P3_LAST_INO) && ino_sum != want_sum) {
+		/* Without ID batches the numbers are first .. first + n - 1 (mod 2^64). */
+		n = (uint64_t)nthreads * cycles;
+		want_sum = n * first + (n % 2 ? n * ((n - 1) / 2) : (n / 2) * (n - 1));
+		if (HAS(P3_LAST_INO) ? !runs_disjoint(w, nthreads) : ino_sum != want_sum) {
 			fprintf(stderr, "socketalloc: %s: inode numbers repeated or skipped\n",
 				name);
 			return 1;
@@ -664,5 +754,10 @@ int main(int argc, char **argv)
 		report_value("socketalloc", name, param, "held_kb",
 			     median(held, (size_t)reps) / 1024);
 	report_value("socketalloc", name, param, "peak_rss_mb", proc_status_mb("VmHWM:"));
+	printf("ok socketalloc %s %dT: %d repetitions, every counter 0, every list empty, "
+	       "%lu inode numbers per repetition unique\n",
+	       name, nthreads, reps + 1, cycles * (unsigned long)nthreads);
+	for (int t = 0; t < nthreads; t++)
+		free(w[t].runs);
 	return 0;
 }

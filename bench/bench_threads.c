@@ -9,10 +9,13 @@
  *
  * OPS is alloc+free pairs per thread. Reports the median total throughput
  * in million pairs per second; the p50, p99 and p999 of one alloc and of
- * one free (the first of one burst in 64 timed with rdtsc, lfence first,
- * its own ~25 cycles included, all threads' samples together); and, with many
- * threads, what per-thread caching holds: the process's resident memory
- * while every thread is done with its loop but has not exited (rss_mb),
+ * one free (one of each in one burst of 64, at a position that moves from
+ * one timed burst to the next, with rdtsc, lfence first, its own cost
+ * included: the smallest readings here are 40-60 cycles; all threads'
+ * samples together); and, with many
+ * threads, what per-thread caching holds: the resident memory the process
+ * gained from before the threads start to when every thread is done with
+ * its loop but has not exited (rss_mb; thread stacks included),
  * and for uslab the memory in objects its cache has handed out then
  * (held_kb): the program holds none, so that is what the threads' sheaves
  * and the barn keep.
@@ -41,6 +44,26 @@ struct worker {
 
 static pthread_barrier_t done, release;
 
+/* One burst with its @k-th alloc and @k-th free (in freeing order) timed. */
+static void burst_timed(struct worker *w, void **p, unsigned long n, int k)
+{
+	uint64_t t0;
+
+	for (int i = 0; i < BURST; i++) {
+		t0 = i == k ? tsc_now() : 0;
+		p[i] = peer_alloc(size);
+		if (i == k)
+			hist_add(w->lat_alloc, tsc_now() - t0);
+		*(uint64_t *)p[i] = n + (unsigned long)i;
+	}
+	for (int i = BURST - 1; i >= 0; i--) {
+		t0 = i == BURST - 1 - k ? tsc_now() : 0;
+		peer_free(p[i], size);
+		if (i == BURST - 1 - k)
+			hist_add(w->lat_free, tsc_now() - t0);
+	}
+}
+
 static void *worker(void *arg)
 {
 	struct worker *w = arg;
@@ -51,25 +74,21 @@ static void *worker(void *arg)
 	pthread_barrier_wait(&go);
 	w->start = wall_ns();
 	for (unsigned long n = 0; n < ops; n += BURST) {
-		bool timed = !(n / BURST % SAMPLE_EVERY);
-		uint64_t t0 = 0;
+		unsigned long burst = n / BURST;
 
-		if (timed)
-			t0 = tsc_now();
-		p[0] = peer_alloc(size);
-		if (timed)
-			hist_add(w->lat_alloc, tsc_now() - t0);
-		*(uint64_t *)p[0] = n;
-		for (int i = 1; i < BURST; i++) {
+		/* Not the first burst: it holds the thread's first slow paths. */
+		if (burst % SAMPLE_EVERY == SAMPLE_EVERY - 1) {
+			/* A different position each time: slow paths fall anywhere. */
+			int k = (int)(burst / SAMPLE_EVERY % BURST);
+
+			burst_timed(w, p, n, k);
+			continue;
+		}
+		for (int i = 0; i < BURST; i++) {
 			p[i] = peer_alloc(size);
 			*(uint64_t *)p[i] = n + (unsigned long)i;
 		}
-		if (timed)
-			t0 = tsc_now();
-		peer_free(p[BURST - 1], size);
-		if (timed)
-			hist_add(w->lat_free, tsc_now() - t0);
-		for (int i = BURST - 2; i >= 0; i--)
+		for (int i = BURST - 1; i >= 0; i--)
 			peer_free(p[i], size);
 	}
 	w->end = wall_ns();
@@ -114,7 +133,7 @@ int main(int argc, char **argv)
 	ops = argc > 3 ? strtoul(argv[3], NULL, 0) : 20000000;
 	peer_init(size);
 	for (int r = 0; r < reps; r++) {
-		double t0 = 0, t1 = 0;
+		double t0 = 0, t1 = 0, rss0;
 
 		pthread_barrier_init(&go, NULL, (unsigned int)nthreads);
 		pthread_barrier_init(&done, NULL, (unsigned int)nthreads + 1);
@@ -123,13 +142,16 @@ int main(int argc, char **argv)
 			memset(w[i].lat_alloc, 0, sizeof(w[i].lat_alloc));
 			memset(w[i].lat_free, 0, sizeof(w[i].lat_free));
 			w[i].cpu = (int)(i % ncpu);
+		}
+		rss0 = proc_status_mb("VmRSS:");
+		for (int i = 0; i < nthreads; i++) {
 			if (pthread_create(&w[i].thread, NULL, worker, &w[i])) {
 				perror("threads: pthread_create");
 				return 1;
 			}
 		}
 		pthread_barrier_wait(&done);
-		rss[r] = proc_status_mb("VmRSS:");
+		rss[r] = proc_status_mb("VmRSS:") - rss0;
 		held[r] = peer_held_bytes() / 1024;
 		pthread_barrier_wait(&release);
 		for (int i = 0; i < nthreads; i++) {
