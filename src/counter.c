@@ -12,6 +12,12 @@
  * grow (by the thread itself, under reg_lock, so a sum never reads a table
  * being replaced) and folded in and freed at thread exit.
  *
+ * Misuse: a destroyed object gets index UINT32_MAX and generation 0, and
+ * a slot never used has generation UINT64_MAX, so an add or an ID from a
+ * destroyed or never initialized object (generation 0) always reaches a
+ * slow path, which reports it with a "uslab: BUG" line; so does destroying
+ * an object twice (the registry keeps each index's generation).
+ *
  * Lock: reg_lock (a plain mutex, taken by no other lock's holder) guards
  * the registry of tables, the index allocator and the table of owners; the
  * fast paths take nothing.
@@ -39,10 +45,12 @@ static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static uint64_t next_gen = 1;
 
-/* The owner of each index (a counter, or NULL: a generator or free), and which are taken. */
+/* The owner of each index (a counter, or NULL: a generator or free), and its generation (0: free). */
 static struct uslab_counter **owners;
-static uint8_t *taken;
+static uint64_t *gens;
 static uint32_t nidx;
+
+#define SLOT_UNUSED UINT64_MAX /* generation of a slot no object has used */
 
 /* Fold this thread's counter deltas in and free its table (thread exit). */
 static void table_exit(void *arg)
@@ -54,7 +62,7 @@ static void table_exit(void *arg)
 		struct uslab_counter *c = owners[i];
 
 		if (c && t->slots[i].gen == c->gen && t->slots[i].a)
-			__atomic_add_fetch(&c->count, t->slots[i].a, __ATOMIC_RELAXED);
+			__atomic_add_fetch(&c->count, (int64_t)t->slots[i].a, __ATOMIC_RELAXED);
 	}
 	list_del(&t->link);
 	pthread_mutex_unlock(&reg_lock);
@@ -100,6 +108,8 @@ static struct uslab_priv_cslot *slot_of(uint32_t idx)
 		}
 		pthread_setspecific(exit_key, t);
 	}
+	for (uint32_t i = t->n; i < n; i++)
+		s[i].gen = SLOT_UNUSED;
 	pthread_mutex_lock(&reg_lock);
 	if (t->slots)
 		memcpy(s, t->slots, t->n * sizeof(*s));
@@ -121,45 +131,66 @@ static int idx_alloc(struct uslab_counter *c, uint32_t *idx, uint64_t *gen)
 	uint32_t i;
 
 	pthread_mutex_lock(&reg_lock);
-	for (i = 0; i < nidx && taken[i]; i++)
+	for (i = 0; i < nidx && gens[i]; i++)
 		;
 	if (i == nidx) {
 		uint32_t n = nidx ? 2 * nidx : 64;
 		struct uslab_counter **o = realloc(owners, n * sizeof(*o));
-		uint8_t *t = o ? realloc(taken, n) : NULL;
+		uint64_t *g = o ? realloc(gens, n * sizeof(*g)) : NULL;
 
 		if (o)
 			owners = o;
-		if (!t) {
+		if (!g) {
 			pthread_mutex_unlock(&reg_lock);
 			return -ENOMEM;
 		}
-		taken = t;
+		gens = g;
 		memset(owners + nidx, 0, (n - nidx) * sizeof(*o));
-		memset(taken + nidx, 0, n - nidx);
-		nidx = n;
+		memset(gens + nidx, 0, (n - nidx) * sizeof(*g));
+		__atomic_store_n(&nidx, n, __ATOMIC_RELEASE);
 	}
-	taken[i] = 1;
 	owners[i] = c;
+	gens[i] = *gen = next_gen++;
 	*idx = i;
-	*gen = next_gen++;
 	pthread_mutex_unlock(&reg_lock);
 	return 0;
 }
 
-static void idx_free(uint32_t idx)
+/* Report a use of @obj (a @what) that was never initialized or is destroyed. */
+static __attribute__((noreturn)) void not_live(const void *obj, const char *what, const char *call)
+{
+	usl_bug(NULL, obj, "%s: %s never initialized, or destroyed", call, what);
+	__builtin_unreachable();
+}
+
+/* Give back the index of a live object (its @idx and @gen checked). */
+static void idx_free(const void *obj, uint32_t idx, uint64_t gen, const char *what,
+		     const char *call)
 {
 	pthread_mutex_lock(&reg_lock);
-	USLAB_ASSERT(idx < nidx && taken[idx]);
-	taken[idx] = 0;
+	if (!gen || idx >= nidx || gens[idx] != gen) {
+		pthread_mutex_unlock(&reg_lock);
+		not_live(obj, what, call);
+	}
+	gens[idx] = 0;
 	owners[idx] = NULL;
 	pthread_mutex_unlock(&reg_lock);
+}
+
+/* A slow path's check of an object's index: generation 0 is a destroyed or zeroed object. */
+static void check_live(const void *obj, uint32_t idx, uint64_t gen, const char *what,
+		       const char *call)
+{
+	if (unlikely(!gen || idx >= __atomic_load_n(&nidx, __ATOMIC_ACQUIRE)))
+		not_live(obj, what, call);
 }
 
 /* ---------------------------------------------------------- counters */
 
 int uslab_counter_init(struct uslab_counter *c, int64_t initial)
 {
+	if (!c)
+		return -EINVAL;
 	if (usl_init())
 		return -ENOMEM;
 	memset(c, 0, sizeof(*c));
@@ -171,12 +202,17 @@ int uslab_counter_init(struct uslab_counter *c, int64_t initial)
 
 void uslab_counter_destroy(struct uslab_counter *c)
 {
-	if (c)
-		idx_free(c->idx);
+	if (!c)
+		return;
+	idx_free(c, c->idx, c->gen, "counter", "uslab_counter_destroy");
+	c->idx = UINT32_MAX; /* later adds reach the slow path, which reports them */
+	c->gen = 0;
 }
 
 int64_t uslab_counter_read(const struct uslab_counter *c)
 {
+	if (!c)
+		not_live(c, "counter", "uslab_counter_read");
 	return __atomic_load_n(&c->count, __ATOMIC_RELAXED);
 }
 
@@ -185,13 +221,15 @@ int64_t uslab_counter_sum(const struct uslab_counter *c)
 	struct ctable *t;
 	int64_t sum;
 
+	if (!c)
+		not_live(c, "counter", "uslab_counter_sum");
 	pthread_mutex_lock(&reg_lock);
 	sum = __atomic_load_n(&c->count, __ATOMIC_RELAXED);
 	list_for_each_entry(t, &tables, link) {
 		const struct uslab_priv_cslot *s = c->idx < t->n ? &t->slots[c->idx] : NULL;
 
 		if (s && __atomic_load_n(&s->gen, __ATOMIC_RELAXED) == c->gen)
-			sum += __atomic_load_n(&s->a, __ATOMIC_RELAXED);
+			sum += (int64_t)__atomic_load_n(&s->a, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&reg_lock);
 	return sum;
@@ -203,9 +241,11 @@ int64_t uslab_counter_sum(const struct uslab_counter *c)
  */
 void uslab_priv_counter_add_slow(struct uslab_counter *c, int64_t delta)
 {
-	struct uslab_priv_cslot *s = slot_of(c->idx);
+	struct uslab_priv_cslot *s;
 	int64_t v;
 
+	check_live(c, c->idx, c->gen, "counter", "uslab_counter_add");
+	s = slot_of(c->idx);
 	if (!s) {
 		__atomic_add_fetch(&c->count, delta, __ATOMIC_RELAXED); /* no memory: shared */
 		return;
@@ -214,9 +254,9 @@ void uslab_priv_counter_add_slow(struct uslab_counter *c, int64_t delta)
 		__atomic_store_n(&s->a, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&s->gen, c->gen, __ATOMIC_RELAXED);
 	}
-	v = s->a + delta;
+	v = (int64_t)s->a + delta;
 	if (v < c->batch && v > -c->batch) {
-		__atomic_store_n(&s->a, v, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->a, (uint64_t)v, __ATOMIC_RELAXED);
 		return;
 	}
 	/* (A sum between these two may count v twice: exact only when no add runs.) */
@@ -233,6 +273,8 @@ void(uslab_counter_add)(struct uslab_counter *c, int64_t delta)
 
 int uslab_idgen_init(struct uslab_idgen *g, uint64_t first)
 {
+	if (!g)
+		return -EINVAL;
 	if (usl_init())
 		return -ENOMEM;
 	memset(g, 0, sizeof(*g));
@@ -243,24 +285,29 @@ int uslab_idgen_init(struct uslab_idgen *g, uint64_t first)
 
 void uslab_idgen_destroy(struct uslab_idgen *g)
 {
-	if (g)
-		idx_free(g->idx);
+	if (!g)
+		return;
+	idx_free(g, g->idx, g->gen, "ID generator", "uslab_idgen_destroy");
+	g->idx = UINT32_MAX;
+	g->gen = 0;
 }
 
 /* A new batch for this thread (or, with no memory, one ID straight from the shared atomic). */
 uint64_t uslab_priv_idgen_next_slow(struct uslab_idgen *g)
 {
-	struct uslab_priv_cslot *s = slot_of(g->idx);
+	struct uslab_priv_cslot *s;
 	uint64_t start;
 
+	check_live(g, g->idx, g->gen, "ID generator", "uslab_idgen_next");
+	s = slot_of(g->idx);
 	if (!s)
 		return __atomic_fetch_add(&g->next, 1, __ATOMIC_RELAXED);
 	if (s->gen == g->gen && s->a < s->b)
-		return (uint64_t)s->a++;
+		return s->a++;
 	start = __atomic_fetch_add(&g->next, g->batch, __ATOMIC_RELAXED);
 	s->gen = g->gen;
-	s->a = (int64_t)start + 1;
-	s->b = (int64_t)(start + g->batch);
+	s->a = start + 1;
+	s->b = start + g->batch; /* (wraps past 2^64 as the shared word does) */
 	return start;
 }
 

@@ -76,7 +76,8 @@ struct uslab_idgen {
  * percpu_counter_batch, max(32, 2 * CPUs)).
  *
  * Context: any thread.
- * Return: 0; -ENOMEM when no slot could be had (the table of slots grows).
+ * Return: 0; -EINVAL if @c is NULL; -ENOMEM when no slot could be had (the
+ * table of slots grows).
  */
 USLAB_API int uslab_counter_init(struct uslab_counter *c, int64_t initial);
 
@@ -85,6 +86,9 @@ USLAB_API int uslab_counter_init(struct uslab_counter *c, int64_t initial);
  * must have ended (the caller orders them, e.g. by a join).
  * @c: the counter (NULL: nothing).
  *
+ * Destroying a counter twice, or one never initialized, is reported with
+ * a "uslab: BUG" line (abort); so is a later add to it.
+ *
  * Context: any thread.
  */
 USLAB_API void uslab_counter_destroy(struct uslab_counter *c);
@@ -92,7 +96,7 @@ USLAB_API void uslab_counter_destroy(struct uslab_counter *c);
 /**
  * uslab_counter_read - the shared count, lock-free: approximate. It differs
  * from the exact sum by less than (live threads that added) * batch.
- * @c: the counter.
+ * @c: the counter (NULL: a "uslab: BUG" line, abort).
  *
  * Context: any thread.
  * Return: the value.
@@ -103,7 +107,7 @@ USLAB_API int64_t uslab_counter_read(const struct uslab_counter *c);
  * uslab_counter_sum - the shared count plus every live thread's delta:
  * exact when no add runs concurrently (for statistics; takes a lock and
  * visits every thread).
- * @c: the counter.
+ * @c: the counter (NULL: a "uslab: BUG" line, abort).
  *
  * Context: any thread.
  * Return: the value.
@@ -114,7 +118,9 @@ USLAB_API int64_t uslab_counter_sum(const struct uslab_counter *c);
  * uslab_counter_add - add @delta: a store to this thread's slot; a shared
  * atomic add once the thread's delta reaches +/- the batch. A thread's
  * delta is folded in when it exits. Inline (see the top of this file).
- * @c:     the counter.
+ * @c:     the counter: initialized and not destroyed (a destroyed or
+ *         zero-filled one is reported with a "uslab: BUG" line; NULL is not
+ *         checked).
  * @delta: any value.
  *
  * Context: any thread.
@@ -129,7 +135,7 @@ USLAB_API void uslab_counter_add(struct uslab_counter *c, int64_t delta);
  * The batch is USLAB_IDGEN_BATCH (tunable: USLAB_IDGEN_BATCH).
  *
  * Context: any thread.
- * Return: 0; -ENOMEM when no slot could be had.
+ * Return: 0; -EINVAL if @g is NULL; -ENOMEM when no slot could be had.
  */
 USLAB_API int uslab_idgen_init(struct uslab_idgen *g, uint64_t first);
 
@@ -138,7 +144,7 @@ USLAB_API int uslab_idgen_init(struct uslab_idgen *g, uint64_t first);
  * within a thread's batch; across threads they interleave by batch. The
  * IDs left in a thread's batch when it exits or @g is destroyed are never
  * handed out (at most the batch size minus one per thread: the gaps).
- * @g: the generator.
+ * @g: the generator, as @c of uslab_counter_add().
  *
  * Context: any thread.
  * Return: the ID.
@@ -147,7 +153,8 @@ USLAB_API uint64_t uslab_idgen_next(struct uslab_idgen *g);
 
 /**
  * uslab_idgen_destroy - give the generator's slot back (concurrent calls
- * must have ended). @g: the generator (NULL: nothing).
+ * must have ended). @g: the generator (NULL: nothing; destroyed twice or
+ * never initialized: a "uslab: BUG" line).
  *
  * Context: any thread.
  */
@@ -158,9 +165,9 @@ USLAB_API void uslab_idgen_destroy(struct uslab_idgen *g);
 /* One thread's slot for one counter or generator: @gen says whose it is. */
 struct uslab_priv_cslot {
 	uint64_t gen;
-	int64_t a; /* counter: the delta; generator: the next ID of the batch */
-	int64_t b; /* generator: the end of the batch */
-	int64_t pad;
+	uint64_t a; /* counter: the delta (two's complement); generator: the next ID of the batch */
+	uint64_t b; /* generator: the end of the batch */
+	uint64_t pad;
 };
 
 /* This thread's table of slots and its length (0 until its first slow path). */
@@ -177,10 +184,10 @@ static inline __attribute__((always_inline)) void uslab_counter_add_inline(struc
 {
 	if (__builtin_expect(c->idx < uslab_priv_ncslots, 1)) {
 		struct uslab_priv_cslot *s = &uslab_priv_cslots[c->idx];
-		int64_t v = s->a + delta;
+		int64_t v = (int64_t)s->a + delta;
 
 		if (__builtin_expect(s->gen == c->gen && v < c->batch && v > -c->batch, 1)) {
-			__atomic_store_n(&s->a, v, __ATOMIC_RELAXED);
+			__atomic_store_n(&s->a, (uint64_t)v, __ATOMIC_RELAXED);
 			return;
 		}
 	}
@@ -193,7 +200,7 @@ static inline __attribute__((always_inline)) uint64_t uslab_idgen_next_inline(st
 		struct uslab_priv_cslot *s = &uslab_priv_cslots[g->idx];
 
 		if (__builtin_expect(s->gen == g->gen && s->a < s->b, 1))
-			return (uint64_t)s->a++;
+			return s->a++;
 	}
 	return uslab_priv_idgen_next_slow(g);
 }

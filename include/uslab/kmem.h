@@ -292,7 +292,12 @@ static inline int percpu_counter_init(struct percpu_counter *c, int64_t v, gfp_t
 #define percpu_counter_dec(c) uslab_counter_add((c), -1)
 #define percpu_counter_read(c) uslab_counter_read(c)
 #define percpu_counter_sum(c) uslab_counter_sum(c)
-#define percpu_counter_destroy(c) uslab_counter_destroy(c)
+/* As the kernel's: a no-op on a counter destroyed or never initialized (zero-filled). */
+static inline void percpu_counter_destroy(struct percpu_counter *c)
+{
+	if (c && c->gen)
+		uslab_counter_destroy(c);
+}
 
 static inline int64_t percpu_counter_read_positive(const struct percpu_counter *c)
 {

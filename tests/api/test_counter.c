@@ -5,6 +5,7 @@
  * across threads with gaps only in batch tails, slots of destroyed objects
  * reused without their old values, and thousands of counters at once.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <uslab.h>
@@ -103,13 +104,17 @@ static void test_read_bound(void)
 static void test_reuse(void)
 {
 	struct uslab_counter a, b;
+	uint32_t a_idx;
+	uint64_t a_gen;
 
 	CHECK(uslab_counter_init(&a, 0) == 0, "init a");
 	uslab_counter_add(&a, 5); /* stays in this thread's slot */
 	CHECK(uslab_counter_sum(&a) == 5 && uslab_counter_read(&a) == 0, "a: in the slot");
+	a_idx = a.idx;
+	a_gen = a.gen;
 	uslab_counter_destroy(&a);
 	CHECK(uslab_counter_init(&b, 0) == 0, "init b");
-	CHECK(b.idx == a.idx && b.gen != a.gen, "b reuses a's index");
+	CHECK(b.idx == a_idx && b.gen != a_gen, "b reuses a's index");
 	uslab_counter_add(&b, 1);
 	CHECK(uslab_counter_sum(&b) == 1, "b did not inherit a's delta: %lld",
 	      (long long)uslab_counter_sum(&b));
@@ -178,6 +183,92 @@ static void test_ids(void)
 	free(ids);
 }
 
+/* Misuse: each in a child, which must die with the report named. */
+static void double_destroy(void *arg)
+{
+	struct uslab_counter c;
+
+	(void)arg;
+	uslab_counter_init(&c, 0);
+	uslab_counter_destroy(&c);
+	uslab_counter_destroy(&c);
+}
+
+static void add_after_destroy(void *arg)
+{
+	struct uslab_counter c, other;
+
+	(void)arg;
+	uslab_counter_init(&c, 0);
+	uslab_counter_add(&c, 1);
+	uslab_counter_destroy(&c);
+	uslab_counter_init(&other, 0); /* takes c's index */
+	for (int i = 0; i < 1000; i++)
+		uslab_counter_add(&c, 1);
+}
+
+static void add_to_zeroed(void *arg)
+{
+	static struct uslab_counter zero; /* never initialized */
+	struct uslab_counter c;
+
+	(void)arg;
+	uslab_counter_init(&c, 0); /* index 0 exists in this thread */
+	uslab_counter_add(&c, 1);
+	uslab_counter_add(&zero, 1);
+}
+
+static void id_after_destroy(void *arg)
+{
+	struct uslab_idgen g;
+
+	(void)arg;
+	uslab_idgen_init(&g, 0);
+	(void)uslab_idgen_next(&g);
+	uslab_idgen_destroy(&g);
+	(void)uslab_idgen_next(&g);
+}
+
+static void sum_of_null(void *arg)
+{
+	(void)arg;
+	(void)uslab_counter_sum(NULL);
+}
+
+static void test_misuse(void)
+{
+	struct uslab_counter c;
+	struct uslab_idgen g;
+
+	CHECK(uslab_counter_init(NULL, 0) == -EINVAL, "counter_init(NULL)");
+	CHECK(uslab_idgen_init(NULL, 0) == -EINVAL, "idgen_init(NULL)");
+	uslab_counter_destroy(NULL);
+	uslab_idgen_destroy(NULL);
+	CHECK(uslab_counter_init(&c, 7) == 0 && uslab_idgen_init(&g, 7) == 0, "init");
+	uslab_counter_destroy(&c);
+	uslab_idgen_destroy(&g);
+	CHECK(expect_death(double_destroy, NULL,
+			   "uslab: BUG -: uslab_counter_destroy: counter never initialized, or "
+			   "destroyed"),
+	      "counter destroyed twice");
+	CHECK(expect_death(
+		      add_after_destroy, NULL,
+		      "uslab: BUG -: uslab_counter_add: counter never initialized, or destroyed"),
+	      "add to a destroyed counter whose index was reused");
+	CHECK(expect_death(
+		      add_to_zeroed, NULL,
+		      "uslab: BUG -: uslab_counter_add: counter never initialized, or destroyed"),
+	      "add to a zero-filled counter");
+	CHECK(expect_death(id_after_destroy, NULL,
+			   "uslab: BUG -: uslab_idgen_next: ID generator never initialized, or "
+			   "destroyed"),
+	      "ID from a destroyed generator");
+	CHECK(expect_death(
+		      sum_of_null, NULL,
+		      "uslab: BUG -: uslab_counter_sum: counter never initialized, or destroyed"),
+	      "sum of NULL");
+}
+
 int main(void)
 {
 	RUN(test_exact_sum);
@@ -185,5 +276,6 @@ int main(void)
 	RUN(test_reuse);
 	RUN(test_many);
 	RUN(test_ids);
+	RUN(test_misuse);
 	return 0;
 }

@@ -103,6 +103,8 @@ static void test_percpu_counter(void)
 	CHECK(percpu_counter_read_positive(&c) >= 0 && 1004 - percpu_counter_read(&c) < c.batch,
 	      "read within a batch of one thread: %lld", (long long)percpu_counter_read(&c));
 	percpu_counter_destroy(&c);
+	percpu_counter_destroy(&c); /* as the kernel's: the second is a no-op */
+	CHECK(c.gen == 0, "destroyed");
 }
 
 int main(void)
