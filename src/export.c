@@ -84,8 +84,18 @@ static void refresh(void)
 	struct export_row *rows = (struct export_row *)(map + 1);
 	struct uslab_rcu_stats rcu;
 
-	/* Odd; seq_cst: the rows written next cannot be seen before it. */
+	/*
+	 * Odd, then a release fence: the rows written next cannot be seen
+	 * before the odd count (a store alone would not keep later stores
+	 * after it on a weakly ordered CPU). TSan does not take fences; its
+	 * builds are x86, where the seq_cst store is enough.
+	 */
+#ifdef USLAB_PRIV_TSAN
 	__atomic_store_n(&map->seq, map->seq + 1, __ATOMIC_SEQ_CST);
+#else
+	__atomic_store_n(&map->seq, map->seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+#endif
 	map->nrows = gather(rows, EXPORT_MAX_ROWS);
 	if (!uslab_rcu_stats(&rcu))
 		map->rcu = rcu;
@@ -128,7 +138,7 @@ static void sweep_stale(void)
 
 		if (strncmp(e->d_name, EXPORT_PREFIX, strlen(EXPORT_PREFIX)))
 			continue;
-		pid = atoi(e->d_name + strlen(EXPORT_PREFIX));
+		pid = export_pid_of(e->d_name + strlen(EXPORT_PREFIX));
 		if (pid > 0 && kill(pid, 0) && errno == ESRCH) {
 			snprintf(file, sizeof(file), "%s/%s", EXPORT_DIR, e->d_name);
 			unlink(file); /* (another user's: refused, left alone) */
@@ -138,29 +148,39 @@ static void sweep_stale(void)
 		closedir(d);
 }
 
-/* Create and map this process's file, with its header. Return: 0 or an errno. */
+/*
+ * Create and map this process's file, with its header. It is made under a
+ * temporary name with O_EXCL | O_NOFOLLOW (in a world-writable directory
+ * nobody's symlink or file is followed or written into) and renamed over
+ * the final name once complete: a reader of an older file of this pid (an
+ * image before an exec) keeps that file whole. Return: 0 or an errno.
+ */
 static int export_open(void)
 {
 	size_t bytes = export_bytes(EXPORT_MAX_ROWS);
+	char tmp[sizeof(path) + 8];
 	struct stat sb;
 	FILE *opts;
-	int fd;
+	int fd, err;
 
 	sweep_stale();
 	snprintf(path, sizeof(path), "%s/%s%d", EXPORT_DIR, EXPORT_PREFIX, (int)getpid());
-	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	snprintf(tmp, sizeof(tmp), "%s.new", path);
+	unlink(tmp); /* ours, left by a crash between open and rename (another's: refused) */
+	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return errno;
 	if (ftruncate(fd, (off_t)bytes)) {
+		err = errno;
 		close(fd);
-		unlink(path);
-		return errno;
+		unlink(tmp);
+		return err;
 	}
 	map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (map == MAP_FAILED) {
 		map = NULL;
-		unlink(path);
+		unlink(tmp);
 		return ENOMEM;
 	}
 	map->version = EXPORT_VERSION;
@@ -177,20 +197,36 @@ static int export_open(void)
 		fclose(opts);
 	}
 	__atomic_store_n(&map->magic, EXPORT_MAGIC, __ATOMIC_RELEASE);
+	if (rename(tmp, path)) {
+		err = errno;
+		unlink(tmp);
+		munmap(map, bytes);
+		map = NULL;
+		return err;
+	}
 	return 0;
 }
 
 /* Start exporting (USLAB_STATS=1): the file and its thread. */
 static void export_start(void)
 {
+	sigset_t all, old;
 	int err = export_open();
 
-	if (!err)
+	if (!err) {
+		/* The thread takes no signal meant for the program's own threads. */
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
 		err = pthread_create(&exporter, NULL, exporter_main, NULL);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
 	if (err) {
 		usl_warn("USLAB_STATS=1: cannot export the caches' statistics (%s)", strerror(err));
-		if (map)
+		if (map) {
 			unlink(path);
+			munmap(map, export_bytes(EXPORT_MAX_ROWS));
+			map = NULL;
+		}
 		return;
 	}
 	pthread_detach(exporter);

@@ -15,6 +15,7 @@
 #ifndef USLAB_EXPORT_H
 #define USLAB_EXPORT_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -53,6 +54,21 @@ struct export_header {
 	struct uslab_rcu_stats rcu;
 	char options[EXPORT_OPTIONS_BYTES]; /* uslab_options_print()'s text */
 };
+
+/* The pid a file name's suffix (or a command line's PID) names: digits only, > 0; else -1. */
+static inline int export_pid_of(const char *s)
+{
+	long v = 0;
+
+	if (!*s)
+		return -1;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9' || v > (INT32_MAX - 9) / 10)
+			return -1;
+		v = v * 10 + (*s - '0');
+	}
+	return v > 0 ? (int)v : -1;
+}
 
 /* The bytes of a snapshot file holding @rows rows. */
 static inline size_t export_bytes(uint32_t rows)
@@ -93,8 +109,9 @@ static inline bool export_is_live(const struct export_header *h, int pid)
 	if (!start || h->starttime != start)
 		return false;
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
-	/* (Unreadable for another user's process: the start time must do.) */
-	return stat(path, &sb) || (sb.st_dev == h->exe_dev && sb.st_ino == h->exe_ino);
+	if (stat(path, &sb))
+		return errno == EACCES; /* another user's process: the start time must do */
+	return sb.st_dev == h->exe_dev && sb.st_ino == h->exe_ino;
 }
 
 /* Print rows as /proc/slabinfo does (and a totals line); export.c and uslab-stat share it. */

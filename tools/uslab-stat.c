@@ -22,9 +22,9 @@
 #include <stdarg.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,74 +51,100 @@ static int fail(const char *fmt, ...)
 	return 1;
 }
 
+/* pread() exactly @n bytes at @off. Return: whether they were all there. */
+static bool read_at(int fd, void *buf, size_t n, off_t off)
+{
+	while (n) {
+		ssize_t r = pread(fd, buf, n, off);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return false;
+		buf = (char *)buf + r;
+		n -= (size_t)r;
+		off += r;
+	}
+	return true;
+}
+
 /*
- * Read the snapshot of @pid into @s (rows allocated). Return: 0, or 1
- * after printing why not.
+ * Read the snapshot of @pid into @s (rows allocated). The file is read with
+ * pread(), not mapped: a file that shrinks under the reader (a writer that
+ * exec'd, or anyone who can write it) is a short read, not a SIGBUS.
+ * Nothing in it is trusted: the row count is bounded, the strings are
+ * terminated, and the file must belong to the process's owner and be
+ * writable by nobody else. Return: 0, or 1 after printing why not.
  */
 static int snap_read(int pid, struct snap *s)
 {
-	char path[96];
-	struct stat sb;
-	const struct export_header *h;
-	void *m;
-	int fd;
+	const off_t seq_off = offsetof(struct export_header, seq);
+	char path[96], proc[64];
+	struct stat sb, pb;
+	int fd, ret = 1;
 
 	if (pid <= 0 || (kill(pid, 0) && errno == ESRCH))
 		return fail("no process %d", pid);
 	snprintf(path, sizeof(path), "%s/%s%d", EXPORT_DIR, EXPORT_PREFIX, pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0 && errno == ENOENT)
 		return fail("process %d does not export its caches (run it with USLAB_STATS=1)",
 			    pid);
 	if (fd < 0)
 		return fail("cannot read %s (pid %d): %s", path, pid, strerror(errno));
-	if (fstat(fd, &sb) || (size_t)sb.st_size < sizeof(*h)) {
-		close(fd);
-		return fail("%s (pid %d) is not a uslab snapshot", path, pid);
+	snprintf(proc, sizeof(proc), "/proc/%d", pid);
+	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || stat(proc, &pb) || sb.st_uid != pb.st_uid ||
+	    (sb.st_mode & (S_IWGRP | S_IWOTH))) {
+		fail("%s is not pid %d's own snapshot (another owner, or writable by others)", path,
+		     pid);
+		goto out;
 	}
-	m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
-	if (m == MAP_FAILED)
-		return fail("cannot map %s (pid %d)", path, pid);
-	h = m;
-	if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != EXPORT_MAGIC ||
-	    h->version != EXPORT_VERSION || h->row_size != sizeof(struct export_row) ||
-	    h->pid != pid || !export_is_live(h, pid)) {
-		munmap(m, (size_t)sb.st_size);
-		return fail("%s is stale or not of this version (pid %d does not export)", path,
-			    pid);
+	if (!read_at(fd, &s->h, sizeof(s->h), 0) || s->h.magic != EXPORT_MAGIC ||
+	    s->h.version != EXPORT_VERSION || s->h.row_size != sizeof(struct export_row) ||
+	    s->h.pid != pid || !export_is_live(&s->h, pid)) {
+		fail("%s is stale or not of this version (pid %d does not export)", path, pid);
+		goto out;
 	}
 	s->rows = calloc(EXPORT_MAX_ROWS, sizeof(struct export_row));
 	if (!s->rows) {
-		munmap(m, (size_t)sb.st_size);
-		return fail("no memory (pid %d)", pid);
+		fail("no memory (pid %d)", pid);
+		goto out;
 	}
 	/* The seqlock of export.h: copy between two equal, even counts. */
 	for (int tries = 0;; tries++) {
-		uint64_t seq = __atomic_load_n(&h->seq, __ATOMIC_ACQUIRE);
-		uint32_t n;
+		uint64_t seq, again;
 
+		if (!read_at(fd, &seq, sizeof(seq), seq_off))
+			break;
 		if (!(seq & 1)) {
-			memcpy(&s->h, h, sizeof(*h));
-			n = s->h.nrows;
-			if (n > EXPORT_MAX_ROWS || export_bytes(n) > (size_t)sb.st_size)
-				n = 0;
-			memcpy(s->rows, h + 1, (size_t)n * sizeof(struct export_row));
-			/* (seq_cst: read after the copy; x86 keeps loads in order.) */
-			if (__atomic_load_n(&h->seq, __ATOMIC_SEQ_CST) == seq) {
-				s->h.nrows = n;
+			if (!read_at(fd, &s->h, sizeof(s->h), 0) || s->h.nrows > EXPORT_MAX_ROWS ||
+			    !read_at(fd, s->rows, (size_t)s->h.nrows * sizeof(struct export_row),
+				     (off_t)sizeof(s->h)))
 				break;
+			/* (Each pread is a system call: the loads cannot pass it.) */
+			if (!read_at(fd, &again, sizeof(again), seq_off))
+				break;
+			if (again == seq) {
+				s->h.options[sizeof(s->h.options) - 1] = 0;
+				for (uint32_t i = 0; i < s->h.nrows; i++)
+					s->rows[i].name[USLAB_NAME_MAX] = 0;
+				ret = 0;
+				goto out;
 			}
 		}
 		if (tries == 1000) {
-			munmap(m, (size_t)sb.st_size);
-			free(s->rows);
-			return fail("%s (pid %d) is being rewritten without end", path, pid);
+			fail("%s (pid %d) is being rewritten without end", path, pid);
+			goto out_rows;
 		}
 		usleep(1000);
 	}
-	munmap(m, (size_t)sb.st_size);
-	return 0;
+	fail("%s (pid %d) is truncated or not a uslab snapshot", path, pid);
+out_rows:
+	free(s->rows);
+	s->rows = NULL;
+out:
+	close(fd);
+	return ret;
 }
 
 /* ------------------------------------------------------------- sort */
@@ -263,7 +289,7 @@ static int list(void)
 
 		if (strncmp(e->d_name, EXPORT_PREFIX, strlen(EXPORT_PREFIX)))
 			continue;
-		pid = atoi(e->d_name + strlen(EXPORT_PREFIX));
+		pid = export_pid_of(e->d_name + strlen(EXPORT_PREFIX));
 		if (pid <= 0 || kill(pid, 0) || export_starttime(pid) == 0)
 			continue; /* gone: a stale file */
 		if (snap_read(pid, &s))
@@ -312,8 +338,10 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--list")) {
 			return list();
 		} else if (!strcmp(argv[i], "-w") && i + 1 < argc) {
-			wait = atof(argv[++i]);
-			if (wait <= 0)
+			char *end;
+
+			wait = strtod(argv[++i], &end);
+			if (*end || !(wait > 0 && wait <= 86400)) /* (NaN fails both) */
 				return usage();
 			if (!sort_key)
 				sort_key = 'm';
@@ -330,7 +358,9 @@ int main(int argc, char **argv)
 	}
 	if (i != argc - 1)
 		return usage();
-	pid = atoi(argv[i]);
+	pid = export_pid_of(argv[i]);
+	if (pid < 0)
+		return usage();
 	if (wait > 0)
 		return watch(pid, wait);
 	if (snap_read(pid, &s))

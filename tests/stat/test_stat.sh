@@ -6,7 +6,7 @@
 set -u
 stat=$1 child=$2
 dir=$(mktemp -d)
-fail() { echo "test_stat: $*" >&2; exit 1; }
+fail() { echo "test_stat: $*" >&2; rm -rf "$dir"; exit 1; }
 mkfifo "$dir/in"
 USLAB_STATS=1 USLAB_STATS_MS=20 "$child" < "$dir/in" > "$dir/out" &
 pid=$!
@@ -53,6 +53,24 @@ timeout 2.5 script -qfc "$stat -w 1 $pid" /dev/null > "$dir/watch" 2>&1
 "$stat" 999999999 2> "$dir/err"; [ $? -eq 1 ] && grep -q "no process" "$dir/err" || fail "nonexistent pid"
 "$stat" $$ 2> "$dir/err"; [ $? -eq 1 ] && grep -q "does not export" "$dir/err" || fail "non-exporting pid"
 "$stat" --bogus 2> /dev/null; [ $? -eq 2 ] || fail "usage error"
+for bad in "12x" "abc" "-5" "99999999999"; do
+	"$stat" "$bad" 2> /dev/null; [ $? -eq 2 ] || fail "pid '$bad' not refused"
+done
+for bad in nan 1e300 0 -1 2x; do
+	"$stat" -w "$bad" "$pid" 2> /dev/null; [ $? -eq 2 ] || fail "-w $bad not refused"
+done
+# A file that is not a snapshot, for a live pid (this shell): refused with one line.
+forged="/dev/shm/uslab-stat.$$"
+head -c 100000 /dev/urandom > "$forged" && chmod 600 "$forged"
+"$stat" $$ 2> "$dir/err"; rc=$?
+[ $rc -eq 1 ] && grep -q "stale or not of this version" "$dir/err" || fail "garbage file: $(cat "$dir/err")"
+head -c 10 /dev/urandom > "$forged"
+"$stat" $$ 2> "$dir/err"; rc=$?
+[ $rc -eq 1 ] && grep -q "stale or not of this version" "$dir/err" || fail "short file: $(cat "$dir/err")"
+chmod 666 "$forged"
+"$stat" $$ 2> "$dir/err"; rc=$?
+rm -f "$forged"
+[ $rc -eq 1 ] && grep -q "writable by others" "$dir/err" || fail "world-writable file: $(cat "$dir/err")"
 if [ "$(id -u)" -ne 0 ]; then
 	touch "/dev/shm/uslab-stat.$$" && chmod 000 "/dev/shm/uslab-stat.$$"
 	"$stat" $$ 2> "$dir/err"; rc=$?
@@ -65,4 +83,4 @@ exec 3>&-
 wait "$pid" || fail "the child failed"
 [ ! -e "/dev/shm/uslab-stat.$pid" ] || fail "the file is left after exit"
 rm -rf "$dir"
-echo "ok test_stat: slabinfo, json, events, options, list, -w, errors, exit"
+echo "ok test_stat: slabinfo, json, events, options, list, -w, errors, forged files, exit"
