@@ -149,42 +149,46 @@ out:
 
 /* ------------------------------------------------------------- sort */
 
-static int sort_key; /* 0: list order */
+/* -s keys: the value each sorts by (largest first; "name" alphabetically). */
+enum sort_key { SORT_NONE, SORT_NAME, SORT_OBJS, SORT_ACTIVE, SORT_SIZE, SORT_SLABS, SORT_MEM };
+
+static const char *const sort_names[] = { "", "name", "objs", "active", "size", "slabs", "mem" };
+static enum sort_key sort_key; /* SORT_NONE: list order */
+
+static uint64_t sort_value(const struct export_row *r)
+{
+	switch (sort_key) {
+	case SORT_OBJS:
+		return r->st.num_objs;
+	case SORT_ACTIVE:
+		return r->st.active_objs;
+	case SORT_SIZE:
+		return r->st.objsize;
+	case SORT_SLABS:
+		return r->st.num_slabs;
+	default:
+		return export_row_bytes(r);
+	}
+}
 
 static int cmp_rows(const void *pa, const void *pb)
 {
 	const struct export_row *a = pa, *b = pb;
-	uint64_t x = 0, y = 0;
+	uint64_t x, y;
 
-	switch (sort_key) {
-	case 'n':
+	if (sort_key == SORT_NAME)
 		return strcmp(a->name, b->name);
-	case 'o':
-		x = a->st.num_objs, y = b->st.num_objs;
-		break;
-	case 'a':
-		x = a->st.active_objs, y = b->st.active_objs;
-		break;
-	case 's':
-		x = a->st.objsize, y = b->st.objsize;
-		break;
-	case 'l':
-		x = a->st.num_slabs, y = b->st.num_slabs;
-		break;
-	default: /* memory */
-		x = export_row_bytes(a), y = export_row_bytes(b);
-		break;
-	}
+	x = sort_value(a);
+	y = sort_value(b);
 	return x < y ? 1 : x > y ? -1 : strcmp(a->name, b->name);
 }
 
+/* The key named @k, or -1. */
 static int parse_sort(const char *k)
 {
-	static const char *const keys[] = { "name", "objs", "active", "size", "slabs", "mem" };
-
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-		if (!strcmp(k, keys[i]))
-			return keys[i][0] == 's' && keys[i][1] == 'l' ? 'l' : keys[i][0];
+	for (int i = SORT_NAME; i <= SORT_MEM; i++)
+		if (!strcmp(k, sort_names[i]))
+			return i;
 	return -1;
 }
 
@@ -243,7 +247,7 @@ static int watch(int pid, double seconds)
 {
 	struct timespec ts = { (time_t)seconds, (long)((seconds - (time_t)seconds) * 1e9) };
 
-	for (unsigned long frame = 0;; frame++) {
+	for (;;) {
 		struct snap s;
 		char *buf = NULL, *line, *save = NULL;
 		size_t len = 0;
@@ -268,14 +272,12 @@ static int watch(int pid, double seconds)
 		free(s.rows);
 		nanosleep(&ts, NULL);
 	}
-	return 0;
 }
 
 static int list(void)
 {
 	DIR *d = opendir(EXPORT_DIR);
 	struct dirent *e;
-	int n = 0;
 
 	if (!d)
 		return fail("cannot read %s: %s", EXPORT_DIR, strerror(errno));
@@ -304,7 +306,6 @@ static int list(void)
 		}
 		printf("%6d %6u %8" PRIu64 "  %s\n", pid, s.h.nrows, objs, comm);
 		free(s.rows);
-		n++;
 	}
 	closedir(d);
 	return 0;
@@ -343,11 +344,14 @@ int main(int argc, char **argv)
 			wait = strtod(argv[++i], &end);
 			if (*end || !(wait > 0 && wait <= 86400)) /* (NaN fails both) */
 				return usage();
-			if (!sort_key)
-				sort_key = 'm';
+			if (sort_key == SORT_NONE)
+				sort_key = SORT_MEM;
 		} else if (!strcmp(argv[i], "-s") && i + 1 < argc) {
-			if ((sort_key = parse_sort(argv[++i])) < 0)
+			int k = parse_sort(argv[++i]);
+
+			if (k < 0)
 				return usage();
+			sort_key = (enum sort_key)k;
 		} else {
 			return usage();
 		}

@@ -42,6 +42,10 @@ PY
 
 "$stat" --events "$pid" | grep -q "^stat_a " || fail "--events has no stat_a row"
 "$stat" -s name "$pid" > /dev/null || fail "-s name failed"
+# -s active: largest first, so stat_a (more active objects) above stat_b.
+"$stat" -s active "$pid" | awk -v a="$want_a" -v b="$want_b" '
+	$1 == "stat_a" { ia = NR } $1 == "stat_b" { ib = NR }
+	END { exit !(ia && ib && (a > b ? ia < ib : ia > ib)) }' || fail "-s active: wrong order"
 "$stat" --options "$pid" | grep -q "^USLAB_STATS  *on" || fail "--options does not show USLAB_STATS on"
 "$stat" --list | awk -v p="$pid" '$1 == p { found = 1 } END { exit !found }' || fail "--list misses $pid"
 
