@@ -227,13 +227,13 @@ static void print_json(FILE *f, const struct snap *s)
 			", \"num_slabs\": %lu, \"partial_slabs\": %lu, \"sheaf_capacity\": %u"
 			", \"sheaved\": %" PRIu64 ", \"barn_full\": %lu, \"barn_empty\": %lu"
 			", \"layout\": \"%s\", \"meta_bytes\": %u, \"bytes\": %" PRIu64
-			", \"events\": {",
+			", \"flags\": %u, \"events\": {",
 			r->st.active_objs, r->st.num_objs, r->st.objsize, r->st.object_size,
 			r->st.objperslab, r->st.pagesperslab, r->st.active_slabs, r->st.num_slabs,
 			r->st.partial_slabs, r->st.sheaf_capacity, r->sheaved, r->st.barn_full,
 			r->st.barn_empty,
 			uslab_layout_name(r->st.layout) ? uslab_layout_name(r->st.layout) : "?",
-			r->st.meta_bytes, export_row_bytes(r));
+			r->st.meta_bytes, export_row_bytes(r), r->flags);
 		for (unsigned int k = 0; uslab_stat_name(k); k++)
 			fprintf(f, "%s\"%s\": %" PRIu64, k ? ", " : "", uslab_stat_name(k),
 				r->st.events[k]);
