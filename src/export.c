@@ -3,8 +3,10 @@
  * export.c - what the person running a program can see of its caches:
  * uslab_stats_print() (/proc/slabinfo's format), USLAB_STATS=exit (the
  * same table on stderr at exit), and USLAB_STATS=1: a snapshot of every
- * cache in /dev/shm/uslab-stat.<pid> (export.h), rewritten by a thread of
- * its own every USLAB_STATS_MS milliseconds, for uslab-stat to read.
+ * cache in a file uslab-stat.<pid> of the user's own directory (export.h),
+ * rewritten by a thread of its own every USLAB_STATS_MS milliseconds, for
+ * uslab-stat to read. A failure to export (no directory of the user's own,
+ * a full file system, no thread) is one warning; the program goes on.
  *
  * Nothing here is on a fast path: a snapshot is uslab_cache_stats() of
  * every cache (the node lock, the barn lock, each thread's lock in turn),
@@ -32,9 +34,12 @@
 #include "export.h"
 
 static struct export_header *map; /* the file, EXPORT_MAX_ROWS rows long */
-static char path[64];
+static int dir_fd = -1;		  /* its directory (export_dir()) */
+static char dir[EXPORT_DIR_MAX + 32];
+static char name[48]; /* EXPORT_PREFIX and the pid */
 static pthread_t exporter;
 static bool exporter_running;
+static int exit_fd = -1; /* USLAB_STATS=exit: stderr as it was at start-up */
 
 static uint64_t ns_of(clockid_t clk)
 {
@@ -117,72 +122,137 @@ static void *exporter_main(void *arg)
 	return NULL;
 }
 
-/* At exit: the table on stderr (USLAB_STATS=exit), the file removed. */
+/*
+ * USLAB_STATS=exit: the table, headed by pid and program, on the stderr the
+ * program started with. A copy of that descriptor is taken at start-up, so
+ * a program that closes or redirects stderr in its own exit handler (which
+ * runs before this one: atexit's order) still shows the table.
+ */
+static void print_exit_table(void)
+{
+	FILE *f = exit_fd >= 0 ? fdopen(exit_fd, "w") : NULL;
+
+	if (!f)
+		return;
+	exit_fd = -1;
+	fprintf(f, "uslab: statistics of pid %d (%s) at exit\n", (int)getpid(),
+		program_invocation_short_name);
+	uslab_stats_print(f);
+	fclose(f);
+}
+
+/* At exit: the table (USLAB_STATS=exit), the file removed. */
 static void at_exit(void)
 {
 	if (usl_opt.stats == STATS_EXIT)
-		uslab_stats_print(stderr);
+		print_exit_table();
 	if (map)
-		unlink(path);
+		unlinkat(dir_fd, name, 0);
 }
 
-/* Remove the files of exporters that died without exit (a kill, a crash). */
+/* Remove the files of this user's exporters that died without exit (a kill, a crash). */
 static void sweep_stale(void)
 {
-	DIR *d = opendir(EXPORT_DIR);
+	int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	struct dirent *e;
 
-	while (d && (e = readdir(d))) {
-		char file[300];
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((e = readdir(d))) {
 		int pid;
 
 		if (strncmp(e->d_name, EXPORT_PREFIX, strlen(EXPORT_PREFIX)))
 			continue;
 		pid = export_pid_of(e->d_name + strlen(EXPORT_PREFIX));
-		if (pid > 0 && kill(pid, 0) && errno == ESRCH) {
-			snprintf(file, sizeof(file), "%s/%s", EXPORT_DIR, e->d_name);
-			unlink(file); /* (another user's: refused, left alone) */
-		}
+		if (pid > 0 && kill(pid, 0) && errno == ESRCH)
+			unlinkat(dir_fd, e->d_name, 0);
 	}
-	if (d)
-		closedir(d);
+	closedir(d);
 }
 
 /*
- * Create and map this process's file, with its header. It is made under a
- * temporary name with O_EXCL | O_NOFOLLOW (in a world-writable directory
- * nobody's symlink or file is followed or written into) and renamed over
- * the final name once complete: a reader of an older file of this pid (an
- * image before an exec) keeps that file whole. Return: 0 or an errno.
+ * This user's directory (export_dir()), made if missing, opened and checked:
+ * not a symlink, a directory, the user's own, writable by nobody else.
+ * Return: 0, or -1 after a warning saying why not.
+ */
+static int export_open_dir(void)
+{
+	uid_t uid = geteuid();
+	const char *why;
+	struct stat sb;
+
+	if (!export_dir(dir, sizeof(dir), uid)) {
+		usl_warn("USLAB_STATS=1: not exporting: USLAB_STATS_DIR must be an absolute path "
+			 "of at most %d bytes",
+			 EXPORT_DIR_MAX);
+		return -1;
+	}
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		goto fail_errno;
+	dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dir_fd < 0)
+		goto fail_errno;
+	if (fstat(dir_fd, &sb))
+		goto fail_errno;
+	why = export_dir_refusal(&sb, uid);
+	if (why) {
+		usl_warn("USLAB_STATS=1: not exporting: %s is %s (set USLAB_STATS_DIR to a "
+			 "directory of your own)",
+			 dir, why);
+		goto fail;
+	}
+	return 0;
+fail_errno:
+	usl_warn("USLAB_STATS=1: not exporting: %s: %s", dir, strerror(errno));
+fail:
+	if (dir_fd >= 0)
+		close(dir_fd);
+	dir_fd = -1;
+	return -1;
+}
+
+/*
+ * Create and map this process's file, with its header. Its blocks are
+ * reserved before it is mapped (a full tmpfs is ENOSPC here, not a SIGBUS
+ * at the first store). It is made under a temporary name and renamed over
+ * the final one once complete: a reader of an older file of this pid (an
+ * image before an exec) keeps that file whole. Return: 0, or -1 after a
+ * warning saying why not.
  */
 static int export_open(void)
 {
 	size_t bytes = export_bytes(EXPORT_MAX_ROWS);
-	char tmp[sizeof(path) + 8];
+	char tmp[sizeof(name) + 8];
 	struct stat sb;
 	FILE *opts;
 	int fd, err;
 
+	if (export_open_dir())
+		return -1;
 	sweep_stale();
-	snprintf(path, sizeof(path), "%s/%s%d", EXPORT_DIR, EXPORT_PREFIX, (int)getpid());
-	snprintf(tmp, sizeof(tmp), "%s.new", path);
-	unlink(tmp); /* ours, left by a crash between open and rename (another's: refused) */
-	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return errno;
-	if (ftruncate(fd, (off_t)bytes)) {
+	snprintf(name, sizeof(name), "%s%d", EXPORT_PREFIX, (int)getpid());
+	snprintf(tmp, sizeof(tmp), "%s.new", name);
+	unlinkat(dir_fd, tmp, 0); /* left by a crash between open and rename */
+	fd = openat(dir_fd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
 		err = errno;
-		close(fd);
-		unlink(tmp);
-		return err;
+		goto fail;
 	}
-	map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	err = posix_fallocate(fd, 0, (off_t)bytes);
+	if (!err) {
+		map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (map == MAP_FAILED) {
+			map = NULL;
+			err = ENOMEM;
+		}
+	}
 	close(fd);
-	if (map == MAP_FAILED) {
-		map = NULL;
-		unlink(tmp);
-		return ENOMEM;
-	}
+	if (err)
+		goto fail_unlink;
 	map->version = EXPORT_VERSION;
 	map->row_size = sizeof(struct export_row);
 	map->pid = (int32_t)getpid();
@@ -197,36 +267,40 @@ static int export_open(void)
 		fclose(opts);
 	}
 	__atomic_store_n(&map->magic, EXPORT_MAGIC, __ATOMIC_RELEASE);
-	if (rename(tmp, path)) {
-		err = errno;
-		unlink(tmp);
-		munmap(map, bytes);
-		map = NULL;
-		return err;
-	}
-	return 0;
+	if (!renameat(dir_fd, tmp, dir_fd, name))
+		return 0;
+	err = errno;
+	munmap(map, bytes);
+	map = NULL;
+fail_unlink:
+	unlinkat(dir_fd, tmp, 0);
+fail:
+	usl_warn("USLAB_STATS=1: not exporting: %s/%s: %s", dir, tmp, strerror(err));
+	close(dir_fd);
+	dir_fd = -1;
+	return -1;
 }
 
-/* Start exporting (USLAB_STATS=1): the file and its thread. */
+/* Start exporting (USLAB_STATS=1): the file and its thread; on failure a warning, no export. */
 static void export_start(void)
 {
 	sigset_t all, old;
-	int err = export_open();
+	int err;
 
-	if (!err) {
-		/* The thread takes no signal meant for the program's own threads. */
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		err = pthread_create(&exporter, NULL, exporter_main, NULL);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-	}
+	if (export_open())
+		return;
+	/* The thread takes no signal meant for the program's own threads. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(&exporter, NULL, exporter_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err) {
-		usl_warn("USLAB_STATS=1: cannot export the caches' statistics (%s)", strerror(err));
-		if (map) {
-			unlink(path);
-			munmap(map, export_bytes(EXPORT_MAX_ROWS));
-			map = NULL;
-		}
+		usl_warn("USLAB_STATS=1: not exporting: no thread (%s)", strerror(err));
+		unlinkat(dir_fd, name, 0);
+		munmap(map, export_bytes(EXPORT_MAX_ROWS));
+		map = NULL;
+		close(dir_fd);
+		dir_fd = -1;
 		return;
 	}
 	pthread_detach(exporter);
@@ -240,6 +314,8 @@ void export_init(void)
 		return;
 	if (usl_opt.stats == STATS_ON)
 		export_start();
+	else
+		exit_fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3); /* -1 if stderr is closed */
 	atexit(at_exit);
 }
 
@@ -250,6 +326,8 @@ void export_fork_child(void)
 		return;
 	munmap(map, export_bytes(EXPORT_MAX_ROWS));
 	map = NULL;
+	close(dir_fd);
+	dir_fd = -1;
 	exporter_running = false;
 	export_start();
 }

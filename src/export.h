@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * export.h - the snapshot a process exports with USLAB_STATS=1 (export.c)
- * and uslab-stat reads (tools/uslab-stat.c): a file in /dev/shm, named
- * after the pid, holding a header and one row per cache.
+ * and uslab-stat reads (tools/uslab-stat.c): a file named after the pid,
+ * holding a header and one row per cache, in a directory only the
+ * process's user can write (export_dir()): nobody else can plant, replace
+ * or block a file there.
  *
  * Torn reads: the writer makes @seq odd, rewrites the rows, makes it even
  * again (a seqlock); a reader copies the file between two equal, even
@@ -19,14 +21,18 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <string.h>
 #include <uslab.h>
 
 #define EXPORT_MAGIC 0x3154415453424c55ull /* "ULBSTAT1" */
 #define EXPORT_VERSION 1
-#define EXPORT_DIR "/dev/shm"
+#define EXPORT_SHM "/dev/shm"  /* the fallback: EXPORT_SHM/uslab-UID */
+#define EXPORT_RUN "/run/user" /* the XDG runtime directories: EXPORT_RUN/UID */
 #define EXPORT_PREFIX "uslab-stat."
+#define EXPORT_DIR_MAX 200			     /* the longest USLAB_STATS_DIR */
+#define EXPORT_NAME_ESCAPED (4 * USLAB_NAME_MAX + 5) /* a name through export_escape() */
 #define EXPORT_MAX_ROWS USLAB_MAX_CACHES
 #define EXPORT_OPTIONS_BYTES 8192
 
@@ -68,6 +74,67 @@ static inline int export_pid_of(const char *s)
 		v = v * 10 + (*s - '0');
 	}
 	return v > 0 ? (int)v : -1;
+}
+
+/* Why the directory @sb describes cannot hold @uid's snapshots; NULL if it can. */
+static inline const char *export_dir_refusal(const struct stat *sb, uid_t uid)
+{
+	if (!S_ISDIR(sb->st_mode))
+		return "not a directory";
+	if (sb->st_uid != uid)
+		return "owned by another user";
+	if (sb->st_mode & (S_IWGRP | S_IWOTH))
+		return "writable by others";
+	return NULL;
+}
+
+/*
+ * The directory of @uid's snapshots, into @buf (EXPORT_DIR_MAX + 32 bytes):
+ * $USLAB_STATS_DIR if set, else EXPORT_RUN/UID when that exists and is
+ * @uid's alone (only root creates those, so nobody can block it), else
+ * EXPORT_SHM/uslab-UID (which the writer creates, mode 0700, and refuses if
+ * someone else made it first). The writer and every reader compute the same.
+ * Return: false if USLAB_STATS_DIR is set but not an absolute path of at
+ * most EXPORT_DIR_MAX bytes.
+ */
+static inline bool export_dir(char *buf, size_t n, uid_t uid)
+{
+	const char *env = getenv("USLAB_STATS_DIR");
+	struct stat sb;
+
+	if (env && *env) {
+		if (env[0] != '/' || strlen(env) > EXPORT_DIR_MAX)
+			return false;
+		snprintf(buf, n, "%s", env);
+		return true;
+	}
+	snprintf(buf, n, "%s/%u", EXPORT_RUN, (unsigned int)uid);
+	if (!lstat(buf, &sb) && !export_dir_refusal(&sb, uid))
+		return true;
+	snprintf(buf, n, "%s/uslab-%u", EXPORT_SHM, (unsigned int)uid);
+	return true;
+}
+
+/*
+ * @src into @dst (@n bytes, terminated, cut short if need be) with every
+ * byte a terminal could act on (outside ' '..'~', and '\\' itself) written
+ * as \xNN; with @newlines, '\n' is kept. Names and options come from
+ * another user's process: no escape sequence of theirs reaches a terminal.
+ */
+static inline void export_escape(char *dst, size_t n, const char *src, bool newlines)
+{
+	size_t o = 0;
+
+	for (; *src && o + 5 < n; src++) {
+		unsigned char ch = (unsigned char)*src;
+
+		if ((ch >= ' ' && ch <= '~' && ch != '\\') || (newlines && ch == '\n'))
+			dst[o++] = (char)ch;
+		else
+			o += (size_t)snprintf(dst + o, n - o, "\\x%02x", ch);
+	}
+	if (n)
+		dst[o < n ? o : n - 1] = 0;
 }
 
 /* The bytes of a snapshot file holding @rows rows. */

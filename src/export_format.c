@@ -3,7 +3,7 @@
  * export_format.c - the tables of a snapshot (export.h): /proc/slabinfo's
  * format and the event counters. Compiled into the library
  * (uslab_stats_print, USLAB_STATS=exit) and into uslab-stat, so both print
- * the same thing.
+ * the same thing. Cache names are printed escaped (export_escape()).
  */
 #include <inttypes.h>
 
@@ -25,12 +25,14 @@ void export_print_slabinfo(FILE *f, const struct export_row *rows, uint32_t n)
 		   "<active_slabs> <num_slabs> <sharedavail>\n");
 	for (uint32_t i = 0; i < n; i++) {
 		const struct uslab_cache_stats *st = &rows[i].st;
+		char name[EXPORT_NAME_ESCAPED];
 
+		export_escape(name, sizeof(name), rows[i].name, false);
 		/* tunables: the sheaf capacity is SLAB's limit; batchcount and sharedfactor 0 as in SLUB. */
 		fprintf(f,
 			"%-17s %6lu %6lu %6u %4u %4u : tunables %4u %4u %4u : slabdata %6lu %6lu %6" PRIu64
 			"\n",
-			rows[i].name, st->active_objs, st->num_objs, st->objsize, st->objperslab,
+			name, st->active_objs, st->num_objs, st->objsize, st->objperslab,
 			st->pagesperslab, st->sheaf_capacity, 0u, 0u, st->active_slabs,
 			st->num_slabs, rows[i].sheaved);
 		active += st->active_objs;
@@ -52,7 +54,10 @@ void export_print_events(FILE *f, const struct export_row *rows, uint32_t n)
 		fprintf(f, " %s", uslab_stat_name(i));
 	fputc('\n', f);
 	for (uint32_t r = 0; r < n; r++) {
-		fprintf(f, "%-17s", rows[r].name);
+		char name[EXPORT_NAME_ESCAPED];
+
+		export_escape(name, sizeof(name), rows[r].name, false);
+		fprintf(f, "%-17s", name);
 		for (unsigned int i = 0; uslab_stat_name(i); i++)
 			fprintf(f, " %" PRIu64, rows[r].st.events[i]);
 		fputc('\n', f);

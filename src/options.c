@@ -13,8 +13,16 @@
 #include <unistd.h>
 
 #include "internal.h"
+/* (After internal.h, which sets how <uslab.h> is read inside the library.) */
+#include "export.h"
 
 struct uslab_options usl_opt;
+
+/* USLAB_STATS_DIR: export_dir() reads it where it is used (export.c and uslab-stat); checked here. */
+static int stats_dir_parse(const char *s)
+{
+	return s && (s[0] != '/' || strlen(s) > EXPORT_DIR_MAX);
+}
 
 /* enum uslab_layout by name (uslab_layout_name(), USLAB_LAYOUT). */
 const char *const usl_layout_names[USLAB_LAYOUT_NR + 1] = {
@@ -95,7 +103,14 @@ static const struct option_row {
 	{ "USLAB_DEBUG", NULL, 0, 0, 0,
 	  "debug tier letters F, Z, P, U (1 or none: all), then optionally ,cache,cache...", NULL,
 	  debug_parse },
+	{ "USLAB_STATS_DIR", NULL, 0, 0, 0,
+	  "directory of USLAB_STATS=1's files, an absolute path (unset: /run/user/UID if "
+	  "there, else /dev/shm/uslab-UID)",
+	  NULL, stats_dir_parse },
 };
+
+/* A string option whose value was rejected (options_print shows "unset", as in effect). */
+static bool rejected[ARRAY_SIZE(options)];
 
 /* @s as the index of one of @names; -1 if it is none of them. */
 static long name_index(const char *const *names, const char *s)
@@ -122,36 +137,43 @@ void options_init(void)
 			*o->var = o->def;
 		else
 			o->parse(NULL);
-		if (!s || !*s)
+		rejected[i] = false;
+		if (!s)
 			continue;
+		if (!*s) {
+			usl_warn("%s= (empty) ignored: want %s", o->env, o->what);
+			continue;
+		}
 		if (!o->var) {
 			if (o->parse(s)) {
 				o->parse(NULL);
+				rejected[i] = true;
 				usl_warn("%s=%s ignored: want %s", o->env, s, o->what);
 			}
 			continue;
 		}
-		errno = 0;
 		if (name_index(o->names, s) >= 0) {
 			*o->var = (unsigned int)name_index(o->names, s);
 			continue;
 		}
-		v = strtoul(s, &end, 0);
-		if (errno || *end || v < o->min || v > o->max) {
-			usl_warn("%s=%s ignored: want %u..%u (%s)", o->env, s, o->min, o->max,
-				 o->what);
+		/* Decimal digits only: strtoul alone takes spaces, signs and 0x. */
+		errno = 0;
+		v = *s >= '0' && *s <= '9' ? strtoul(s, &end, 10) : (end = (char *)s, 0);
+		if (errno || end == s || *end || v < o->min || v > o->max) {
+			usl_warn("%s=%s ignored: want %u..%u, decimal (%s)", o->env, s, o->min,
+				 o->max, o->what);
 			continue;
 		}
 		*o->var = (unsigned int)v;
 	}
 }
 
-/* A string option's value in effect: what the environment says (it parsed), else unset. */
+/* A string option's value in effect: what the environment says if it was taken, else unset. */
 static const char *string_value(const struct option_row *o)
 {
 	const char *s = getenv(o->env);
 
-	return s && *s ? s : "unset";
+	return s && *s && !rejected[o - options] ? s : "unset";
 }
 
 /* Every tunable: value in effect, default, range, meaning (export.c, at start-up too). */

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * uslab-stat - slabinfo and slabtop for a process using uslab. The process
- * exports its caches with USLAB_STATS=1 (src/export.c) into
- * /dev/shm/uslab-stat.<pid>; this program reads that snapshot.
+ * exports its caches with USLAB_STATS=1 (src/export.c) into a file
+ * uslab-stat.<pid> of its user's directory (export_dir(): USLAB_STATS_DIR,
+ * else /run/user/UID, else /dev/shm/uslab-UID); this program reads that
+ * snapshot. What comes from the other process (cache names, options, its
+ * command name) is printed escaped: no byte of it drives the terminal.
  *
  *   uslab-stat PID                 /proc/slabinfo's format, then a totals line
  *   uslab-stat -w SECONDS PID      refresh like slabtop (sorted by memory)
@@ -79,22 +82,35 @@ static bool read_at(int fd, void *buf, size_t n, off_t off)
 static int snap_read(int pid, struct snap *s)
 {
 	const off_t seq_off = offsetof(struct export_header, seq);
-	char path[96], proc[64];
+	char dir[EXPORT_DIR_MAX + 32], path[EXPORT_DIR_MAX + 80], proc[64];
+	const char *why;
 	struct stat sb, pb;
 	int fd, ret = 1;
 
 	if (pid <= 0 || (kill(pid, 0) && errno == ESRCH))
 		return fail("no process %d", pid);
-	snprintf(path, sizeof(path), "%s/%s%d", EXPORT_DIR, EXPORT_PREFIX, pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	snprintf(proc, sizeof(proc), "/proc/%d", pid);
+	if (stat(proc, &pb))
+		return fail("no process %d", pid);
+	if (!export_dir(dir, sizeof(dir), pb.st_uid))
+		return fail("USLAB_STATS_DIR must be an absolute path of at most %d bytes",
+			    EXPORT_DIR_MAX);
+	/* The directory must be the owner's alone, else anyone could have put the file there. */
+	if (!lstat(dir, &sb) && (why = export_dir_refusal(&sb, pb.st_uid)))
+		return fail("%s is %s: not pid %d's snapshots", dir, why, pid);
+	snprintf(path, sizeof(path), "%s/%s%d", dir, EXPORT_PREFIX, pid);
+	/* Non-blocking: a FIFO planted there cannot hang the reader. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0 && errno == ENOENT)
 		return fail("process %d does not export its caches (run it with USLAB_STATS=1)",
 			    pid);
 	if (fd < 0)
 		return fail("cannot read %s (pid %d): %s", path, pid, strerror(errno));
-	snprintf(proc, sizeof(proc), "/proc/%d", pid);
-	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || stat(proc, &pb) || sb.st_uid != pb.st_uid ||
-	    (sb.st_mode & (S_IWGRP | S_IWOTH))) {
+	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+		fail("%s is not a regular file: not pid %d's snapshot", path, pid);
+		goto out;
+	}
+	if (sb.st_uid != pb.st_uid || (sb.st_mode & (S_IWGRP | S_IWOTH))) {
 		fail("%s is not pid %d's own snapshot (another owner, or writable by others)", path,
 		     pid);
 		goto out;
@@ -274,18 +290,18 @@ static int watch(int pid, double seconds)
 	}
 }
 
-static int list(void)
+/* One line of --list for each live exporter in @dir. */
+static void list_dir(const char *dir)
 {
-	DIR *d = opendir(EXPORT_DIR);
+	DIR *d = opendir(dir);
 	struct dirent *e;
 
-	if (!d)
-		return fail("cannot read %s: %s", EXPORT_DIR, strerror(errno));
-	printf("# pid  caches  objects  command\n");
-	while ((e = readdir(d))) {
+	while (d && (e = readdir(d))) {
 		struct snap s;
-		char comm[64] = "?", path[64];
+		char comm[64] = "?", shown[4 * sizeof(comm) + 5], path[64];
+		char own[EXPORT_DIR_MAX + 32];
 		uint64_t objs = 0;
+		struct stat pb;
 		FILE *f;
 		int pid;
 
@@ -294,8 +310,11 @@ static int list(void)
 		pid = export_pid_of(e->d_name + strlen(EXPORT_PREFIX));
 		if (pid <= 0 || kill(pid, 0) || export_starttime(pid) == 0)
 			continue; /* gone: a stale file */
+		snprintf(path, sizeof(path), "/proc/%d", pid);
+		if (stat(path, &pb) || !export_dir(own, sizeof(own), pb.st_uid) || strcmp(own, dir))
+			continue; /* not where that process's user exports: not its file */
 		if (snap_read(pid, &s))
-			continue;
+			continue; /* (snap_read said why) */
 		for (uint32_t i = 0; i < s.h.nrows; i++)
 			objs += s.rows[i].st.active_objs;
 		snprintf(path, sizeof(path), "/proc/%d/comm", pid);
@@ -304,10 +323,47 @@ static int list(void)
 				comm[strcspn(comm, "\n")] = 0;
 			fclose(f);
 		}
-		printf("%6d %6u %8" PRIu64 "  %s\n", pid, s.h.nrows, objs, comm);
+		export_escape(shown, sizeof(shown), comm, false);
+		printf("%6d %6u %8" PRIu64 "  %s\n", pid, s.h.nrows, objs, shown);
 		free(s.rows);
 	}
-	closedir(d);
+	if (d)
+		closedir(d);
+}
+
+/*
+ * --list: the exporters in every user's directory this program can read
+ * (USLAB_STATS_DIR alone if it is set), each checked by snap_read().
+ */
+static int list(void)
+{
+	static const char *const parents[] = { EXPORT_RUN, EXPORT_SHM };
+	char dir[EXPORT_DIR_MAX + 32 + 256];
+
+	printf("# pid  caches  objects  command\n");
+	if (getenv("USLAB_STATS_DIR") && *getenv("USLAB_STATS_DIR")) {
+		if (!export_dir(dir, sizeof(dir), geteuid()))
+			return fail("USLAB_STATS_DIR must be an absolute path of at most %d bytes",
+				    EXPORT_DIR_MAX);
+		list_dir(dir);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(parents) / sizeof(parents[0]); i++) {
+		DIR *d = opendir(parents[i]);
+		struct dirent *e;
+
+		while (d && (e = readdir(d))) {
+			bool run = i == 0;
+
+			if (run ? export_pid_of(e->d_name) < 0 && strcmp(e->d_name, "0") :
+				  strncmp(e->d_name, "uslab-", 6))
+				continue;
+			snprintf(dir, sizeof(dir), "%s/%s", parents[i], e->d_name);
+			list_dir(dir);
+		}
+		if (d)
+			closedir(d);
+	}
 	return 0;
 }
 
@@ -381,9 +437,13 @@ int main(int argc, char **argv)
 	case JSON:
 		print_json(stdout, &s);
 		break;
-	case OPTIONS:
-		fputs(s.h.options, stdout);
+	case OPTIONS: {
+		char shown[4 * sizeof(s.h.options) + 5];
+
+		export_escape(shown, sizeof(shown), s.h.options, true);
+		fputs(shown, stdout);
 		break;
+	}
 	}
 	free(s.rows);
 	return 0;

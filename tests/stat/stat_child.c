@@ -4,9 +4,16 @@
  * USLAB_STATS=1 it creates caches, has threads allocate and free across
  * each other, defers frees with uslab_free_rcu, then flushes every thread
  * and writes "ready" on stdout with what it holds, and waits for stdin to
- * close. The numbers it prints are exact: uslab-stat must show them.
+ * close. The numbers it prints are exact: uslab-stat must show them. A
+ * third cache's name holds a terminal escape sequence, which every view
+ * must show escaped.
+ *
+ * stat_child exit: for USLAB_STATS=exit, a program that closes stderr in
+ * its own exit handler (as coreutils' close_stdout does): the table must
+ * still reach the stderr it started with.
  */
 #include <pthread.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,15 +42,28 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-int main(void)
+static void close_stderr(void)
+{
+	close(STDERR_FILENO);
+}
+
+int main(int argc, char **argv)
 {
 	void *held_a[HELD_A];
 	pthread_t t[2];
 	char buf[16];
 
+	if (argc > 1 && !strcmp(argv[1], "exit")) {
+		struct uslab_cache *c = uslab_cache_create("stat_exit", 100, NULL, 0);
+
+		if (!c || !uslab_cache_alloc(c))
+			return 1;
+		atexit(close_stderr); /* runs before uslab's handler, registered earlier */
+		return 0;
+	}
 	a = uslab_cache_create("stat_a", 200, NULL, 0);
 	b = uslab_cache_create("stat_b", 64, NULL, 0);
-	if (!a || !b)
+	if (!a || !b || !uslab_cache_create("evil\033[2J\033]0;x\007", 32, NULL, 0))
 		return 1;
 	for (int i = 0; i < 2; i++)
 		pthread_create(&t[i], NULL, worker, (void *)(long)i);

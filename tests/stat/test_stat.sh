@@ -8,7 +8,8 @@ stat=$1 child=$2
 dir=$(mktemp -d)
 fail() { echo "test_stat: $*" >&2; rm -rf "$dir"; exit 1; }
 mkfifo "$dir/in"
-USLAB_STATS=1 USLAB_STATS_MS=20 "$child" < "$dir/in" > "$dir/out" &
+# (USLAB_FAILSLAB never fails here: it only puts an escape sequence into the options text.)
+USLAB_FAILSLAB="0,1,0,x$(printf '\033')[2J" USLAB_STATS=1 USLAB_STATS_MS=20 "$child" < "$dir/in" > "$dir/out" &
 pid=$!
 exec 3> "$dir/in" # the child runs until this closes
 for i in $(seq 100); do grep -q ready "$dir/out" 2>/dev/null && break; sleep 0.1; done
@@ -16,6 +17,16 @@ grep -q ready "$dir/out" || fail "the child did not start"
 sleep 0.2 # a snapshot after "ready"
 want_a=$(sed -n 's/.*stat_a=\([0-9]*\).*/\1/p' "$dir/out")
 want_b=$(sed -n 's/.*stat_b=\([0-9]*\).*/\1/p' "$dir/out")
+
+# The file is in this user's own directory, mode 0700 (export_dir(): /run/user/UID or /dev/shm/uslab-UID).
+uid=$(id -u)
+if [ -d "/run/user/$uid" ] && [ "$(stat -c %u "/run/user/$uid")" = "$uid" ]; then
+	udir="/run/user/$uid"
+else
+	udir="/dev/shm/uslab-$uid"
+	[ "$(stat -c '%a %u' "$udir")" = "700 $uid" ] || fail "$udir: not mode 700 and $uid's"
+fi
+[ -f "$udir/uslab-stat.$pid" ] || fail "no $udir/uslab-stat.$pid"
 
 # slabinfo: its header, a row per cache with the exact active objects, a totals line.
 "$stat" "$pid" > "$dir/slabinfo" || fail "uslab-stat $pid failed"
@@ -26,6 +37,15 @@ awk -v a="$want_a" -v b="$want_b" '
 	END { if (seen != 2) { print "rows missing"; bad = 1 } exit bad }' "$dir/slabinfo" ||
 	fail "slabinfo disagrees with the child: $(cat "$dir/slabinfo")"
 tail -1 "$dir/slabinfo" | grep -q "^# total: " || fail "no totals line"
+# A name with escape sequences is shown escaped, in every view: no ESC or BEL byte reaches the terminal.
+grep -q '^evil\\x1b\[2J\\x1b\]0;x\\x07 ' "$dir/slabinfo" || fail "the escaped name is missing"
+"$stat" --events "$pid" > "$dir/events"
+"$stat" --list > "$dir/list"
+"$stat" --options "$pid" > "$dir/options" 2>&1
+grep -q '^USLAB_FAILSLAB  *0,1,0,x\\x1b\[2J ' "$dir/options" || fail "--options: the escaped value is missing"
+for f in slabinfo events list options; do
+	if LC_ALL=C grep -q "$(printf '[\033\007]')" "$dir/$f"; then fail "$f: a raw escape byte"; fi
+done
 
 # JSON: the same numbers, events counted, the deferred frees all done.
 "$stat" --json "$pid" > "$dir/json" || fail "--json failed"
@@ -64,7 +84,7 @@ for bad in nan 1e300 0 -1 2x; do
 	"$stat" -w "$bad" "$pid" 2> /dev/null; [ $? -eq 2 ] || fail "-w $bad not refused"
 done
 # A file that is not a snapshot, for a live pid (this shell): refused with one line.
-forged="/dev/shm/uslab-stat.$$"
+forged="$udir/uslab-stat.$$"
 head -c 100000 /dev/urandom > "$forged" && chmod 600 "$forged"
 "$stat" $$ 2> "$dir/err"; rc=$?
 [ $rc -eq 1 ] && grep -q "stale or not of this version" "$dir/err" || fail "garbage file: $(cat "$dir/err")"
@@ -75,16 +95,70 @@ chmod 666 "$forged"
 "$stat" $$ 2> "$dir/err"; rc=$?
 rm -f "$forged"
 [ $rc -eq 1 ] && grep -q "writable by others" "$dir/err" || fail "world-writable file: $(cat "$dir/err")"
+# A FIFO where the file should be: refused at once, not a reader blocked for ever.
+mkfifo "$forged"
+timeout 10 "$stat" $$ 2> "$dir/err"; rc=$?
+timeout 10 "$stat" --list > /dev/null 2>&1; rc2=$?
+rm -f "$forged"
+[ $rc -eq 1 ] && grep -q "not a regular file" "$dir/err" || fail "FIFO: rc $rc: $(cat "$dir/err")"
+[ $rc2 -eq 0 ] || fail "--list with a FIFO: rc $rc2"
 if [ "$(id -u)" -ne 0 ]; then
-	touch "/dev/shm/uslab-stat.$$" && chmod 000 "/dev/shm/uslab-stat.$$"
+	touch "$forged" && chmod 000 "$forged"
 	"$stat" $$ 2> "$dir/err"; rc=$?
-	rm -f "/dev/shm/uslab-stat.$$"
+	rm -f "$forged"
 	[ $rc -eq 1 ] && grep -q "cannot read" "$dir/err" || fail "unreadable file"
 fi
+
+# A directory others can write (anyone could plant or block files there) is refused by both
+# sides: the program warns once and runs on without exporting, uslab-stat refuses to read it.
+mkdir -m 777 "$dir/open"
+chmod 777 "$dir/open" # (whatever the umask)
+USLAB_STATS_DIR="$dir/open" USLAB_STATS=1 "$stat" --options > /dev/null 2> "$dir/err" ||
+	fail "USLAB_STATS_DIR writable by others: the program failed"
+[ "$(grep -c "not exporting: $dir/open is writable by others" "$dir/err")" -eq 1 ] ||
+	fail "USLAB_STATS_DIR writable by others: $(cat "$dir/err")"
+[ -z "$(ls "$dir/open")" ] || fail "a file was written into a directory writable by others"
+USLAB_STATS_DIR=relative USLAB_STATS=1 "$stat" --options > /dev/null 2> "$dir/err" ||
+	fail "USLAB_STATS_DIR relative: the program failed"
+grep -q "USLAB_STATS_DIR=relative ignored" "$dir/err" || fail "relative USLAB_STATS_DIR: $(cat "$dir/err")"
+
+# A full file system: one warning and the program goes on (its blocks are reserved before the
+# file is mapped: no SIGBUS at the first store). Needs a user and mount namespace for the tmpfs.
+mkdir "$dir/full"
+if unshare -Urm true 2> /dev/null; then
+	unshare -Urm sh -c 'mount -t tmpfs -o size=64k,mode=700 none "$1" &&
+		{ head -c 1M /dev/zero > "$1/fill"; USLAB_STATS_DIR="$1" USLAB_STATS=1 "$2" --options; }' \
+		sh "$dir/full" "$stat" > /dev/null 2> "$dir/err"; rc=$?
+	[ $rc -eq 0 ] || fail "full file system: exit status $rc: $(cat "$dir/err")"
+	[ "$(grep -c "uslab: USLAB_STATS=1: not exporting: .*No space left on device" "$dir/err")" -eq 1 ] ||
+		fail "full file system: $(cat "$dir/err")"
+else
+	echo "test_stat: (no user namespaces: the full file system case is not run)"
+fi
+
+# Environment values: decimal digits only, refused with a message otherwise, and --options shows
+# the value in effect (never a refused one).
+opt() { "$stat" --options 2> "$dir/err" | awk -v v="$1" '$1 == v { print $2 }'; }
+[ "$(USLAB_MIN_ORDER=010 opt USLAB_MIN_ORDER)" = 10 ] || fail "USLAB_MIN_ORDER=010 is not ten"
+for bad in 0x3 -18446744073709551615 " 3" +3 3x ""; do
+	[ "$(USLAB_MIN_ORDER="$bad" opt USLAB_MIN_ORDER)" = 2 ] || fail "USLAB_MIN_ORDER='$bad' taken"
+	grep -q "^uslab: USLAB_MIN_ORDER=.* ignored: want" "$dir/err" || fail "USLAB_MIN_ORDER='$bad': no message"
+done
+[ "$(USLAB_FAILSLAB=junk opt USLAB_FAILSLAB)" = unset ] || fail "a refused USLAB_FAILSLAB is shown"
+[ "$(USLAB_DEBUG=F,x,y,QQ? opt USLAB_DEBUG)" = "F,x,y,QQ?" ] || fail "a valid USLAB_DEBUG is not shown"
+[ "$(USLAB_DEBUG=FQ opt USLAB_DEBUG)" = unset ] || fail "a refused USLAB_DEBUG is shown"
+
+# USLAB_STATS=exit: the table on the stderr the program started with, headed by pid and
+# program, though the program closes stderr in its exit handler.
+USLAB_STATS=exit "$child" exit 2> "$dir/exit" || fail "stat_child exit failed"
+grep -q "^uslab: statistics of pid [0-9]* (stat_child) at exit" "$dir/exit" ||
+	fail "USLAB_STATS=exit: no header: $(cat "$dir/exit")"
+grep -q "^stat_exit " "$dir/exit" || fail "USLAB_STATS=exit: no stat_exit row: $(cat "$dir/exit")"
 
 # At exit the file is gone.
 exec 3>&-
 wait "$pid" || fail "the child failed"
-[ ! -e "/dev/shm/uslab-stat.$pid" ] || fail "the file is left after exit"
+[ ! -e "$udir/uslab-stat.$pid" ] || fail "the file is left after exit"
 rm -rf "$dir"
-echo "ok test_stat: slabinfo, json, events, options, list, -w, errors, forged files, exit"
+echo "ok test_stat: slabinfo, json, events, options, list, -w, errors, forged files, a FIFO," \
+	"escaped names, directories others can write, a full file system, the exit table"
