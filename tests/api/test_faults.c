@@ -11,8 +11,12 @@
  *                        the fork handler takes the locks in order.
  *   fork_counters        300 forks while three threads create, use and
  *                        destroy counters and ID generators (the registry
- *                        lock is held by one of them at most forks); every
- *                        child initializes, adds to, sums, draws from and
+ *                        lock is held by one of them at most forks), and a
+ *                        fourth fills new slabs of a cache whose
+ *                        constructor creates a counter (the registry lock
+ *                        taken under the thread's state lock: fork must
+ *                        take it after the allocator's locks); every child
+ *                        initializes, adds to, sums, draws from and
  *                        destroys its own within 10 s: the number of
  *                        children that hung is reported.
  *   exit_destructor      2,000 threads free and allocate from a pthread_key
@@ -166,6 +170,40 @@ static void *counter_churn(void *arg)
 	return NULL;
 }
 
+/* Objects that embed a counter, made by their constructor. */
+struct counted {
+	struct uslab_counter c;
+	char pad[192];
+};
+
+static void counted_ctor(void *obj)
+{
+	struct counted *o = obj;
+
+	EXPECT(uslab_counter_init(&o->c, 0) == 0, "counter init in a constructor");
+	uslab_counter_destroy(&o->c); /* (not leaked: index given back) */
+}
+
+/* New slabs over and over: the constructor runs under this thread's state lock. */
+static void *ctor_churn(void *arg)
+{
+	struct uslab_cache_args a = { .ctor = counted_ctor };
+	struct uslab_cache *c = uslab_cache_create("faults_counted", sizeof(struct counted), &a, 0);
+	void *objs[256];
+
+	(void)arg;
+	EXPECT(c, "create");
+	while (!atomic_load(&stop)) {
+		for (int i = 0; i < 256; i++)
+			EXPECT((objs[i] = uslab_cache_alloc(c)), "alloc");
+		for (int i = 0; i < 256; i++)
+			uslab_cache_free(c, objs[i]);
+		uslab_cache_shrink(c);
+	}
+	EXPECT(uslab_cache_destroy(c) == 0, "destroy");
+	return NULL;
+}
+
 /* A forked child: its own counter and generator, every call; exit 0, or the failed step. */
 static void counter_child(void)
 {
@@ -195,13 +233,14 @@ static void fork_counters_child(void *arg)
 {
 	static pid_t pids[FORKS];
 	unsigned int hung = 0, failed = 0, last_status = 0;
-	pthread_t t[3];
+	pthread_t t[4];
 	int status;
 
 	(void)arg;
 	alarm(alarm_secs);
 	for (uintptr_t i = 0; i < 3; i++)
 		EXPECT(!pthread_create(&t[i], NULL, counter_churn, (void *)(i + 1)), "thread");
+	EXPECT(!pthread_create(&t[3], NULL, ctor_churn, NULL), "thread");
 	/* Children run while the next ones are forked; each has its own time limit. */
 	for (int i = 0; i < FORKS; i++) {
 		pids[i] = fork();
@@ -210,7 +249,7 @@ static void fork_counters_child(void *arg)
 			counter_child();
 	}
 	atomic_store(&stop, true);
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		pthread_join(t[i], NULL);
 	for (int i = 0; i < FORKS; i++) {
 		EXPECT(waitpid(pids[i], &status, 0) == pids[i], "wait");
@@ -229,7 +268,7 @@ static void fork_counters_child(void *arg)
 
 static void fork_counters(void)
 {
-	in_child(fork_counters_child, 90, "300 forks against counter and ID generator creation");
+	in_child(fork_counters_child, 60, "300 forks against counter and ID generator creation");
 }
 
 /* ----------------------------------------------------- exit_destructor */
