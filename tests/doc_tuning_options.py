@@ -1,20 +1,26 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""doc_tuning_options.py USLAB_STAT TUNING_MD - doc/tuning.md's table of
+"""doc_tuning_options.py USLAB_STAT ROOT - doc/tuning.md's table of
 tunables against what the program says (`uslab-stat --options`, the table
 of src/options.c): one row per variable and no other, each with the
-program's default and range.
+program's default and range. And a default quoted elsewhere - README.md,
+doc/*.md, the public headers, src/ comments - as "`USLAB_X` (N unit" or
+"USLAB_X [word] (default N unit" must be the program's default (units:
+ms; KiB and MiB, of bytes or of a _KB variable's KiB).
 
 Ranges as tuning.md writes them: `lo..hi` (2^N for a power of two), words
 `a, b, c (or 0..2)` for a tunable that takes a word or its index (the
 program prints `a,b,c,0..2`); a string tunable (range `-`) is described in
 words, only its default (`unset`) is checked. Exit 1 on any difference.
 """
+import glob
+import os
 import re
 import subprocess
 import sys
 
-stat, doc = sys.argv[1], sys.argv[2]
+stat, root = sys.argv[1], sys.argv[2]
+doc = os.path.join(root, "doc", "tuning.md")
 
 prog = {}
 out = subprocess.run([stat, "--options"], capture_output=True, text=True, check=True).stdout
@@ -60,7 +66,28 @@ for var, (default, rng) in prog.items():
 for var in rows:
     if var not in prog:
         bad.append(f"{var}: a row for a variable the program does not have")
+bad = [f"doc/tuning.md: {b}" for b in bad]
+
+# Defaults quoted in prose.
+quoted = re.compile(r"\b(USLAB_[A-Z0-9_]+)`?(?: \w+)? \((default:? )?(\d+)(?: ?(KiB|MiB|ms)\b)?")
+files = [os.path.join(root, "README.md")] + sorted(glob.glob(os.path.join(root, "doc", "*.md")))
+files += sorted(glob.glob(os.path.join(root, "include", "**", "*.h"), recursive=True))
+files += sorted(glob.glob(os.path.join(root, "src", "*.[ch]")))
+nquoted = 0
+for path in files:
+    text = re.sub(r"\s*\n\s*(?:\* ?|// ?)?", " ", open(path).read())  # lines joined
+    for m in quoted.finditer(text):
+        var, n, unit = m.group(1), int(m.group(3)), m.group(4)
+        if var not in prog or not prog[var][0].isdigit():
+            continue
+        scale = {None: 1, "ms": 1, "KiB": 1024, "MiB": 1 << 20}[unit]
+        if var.endswith("_KB") and unit:
+            scale //= 1024
+        nquoted += 1
+        if n * scale != int(prog[var][0]):
+            bad.append(f"{os.path.relpath(path, root)}: {m.group(0)!r}: the default is {prog[var][0]}")
 for b in bad:
-    print(f"doc/tuning.md: {b}")
-print(f"doc_tuning_options: {len(prog)} variables, {len(bad)} differences")
+    print(b)
+print(f"doc_tuning_options: {len(prog)} variables, {nquoted} defaults quoted elsewhere, "
+      f"{len(bad)} differences")
 sys.exit(1 if bad else 0)
