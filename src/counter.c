@@ -18,9 +18,14 @@
  * slow path, which reports it with a "uslab: BUG" line; so does destroying
  * an object twice (the registry keeps each index's generation).
  *
- * Lock: reg_lock (a plain mutex, taken by no other lock's holder) guards
- * the registry of tables, the index allocator and the table of owners; the
- * fast paths take nothing.
+ * Lock: reg_lock (a plain mutex) guards the registry of tables, the index
+ * allocator and the table of owners; the fast paths take nothing. It is a
+ * leaf: its holder calls nothing that takes a lock, not even malloc or
+ * free (with the malloc drop-in they take the allocator's locks), so any
+ * lock's holder may take it (a constructor that initializes a counter runs
+ * under its thread's state lock). Fork takes it last, after every lock of
+ * the allocator, and the child re-initialises it (counter_fork_*, called by
+ * init.c's handlers).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -88,7 +93,7 @@ static void make_key(void)
 static struct uslab_priv_cslot *slot_of(uint32_t idx)
 {
 	struct ctable *t = tls_table;
-	struct uslab_priv_cslot *s;
+	struct uslab_priv_cslot *s, *old;
 	uint32_t n;
 
 	if (t && idx < t->n)
@@ -110,49 +115,75 @@ static struct uslab_priv_cslot *slot_of(uint32_t idx)
 	}
 	for (uint32_t i = t->n; i < n; i++)
 		s[i].gen = SLOT_UNUSED;
+	old = t->slots;
 	pthread_mutex_lock(&reg_lock);
-	if (t->slots)
-		memcpy(s, t->slots, t->n * sizeof(*s));
+	if (old)
+		memcpy(s, old, t->n * sizeof(*s));
 	else
 		list_add(&t->link, &tables);
-	free(t->slots);
 	t->slots = s;
 	t->n = n;
 	pthread_mutex_unlock(&reg_lock);
+	free(old); /* (not under reg_lock: a leaf) */
 	tls_table = t;
 	uslab_priv_cslots = s;
 	uslab_priv_ncslots = n;
 	return &s[idx];
 }
 
-/* An index and a generation for a new object (@c: a counter, NULL: a generator). */
+/*
+ * An index and a generation for a new object (@c: a counter, NULL: a
+ * generator). The tables grow by arrays allocated before reg_lock is taken
+ * and freed after it is dropped (reg_lock is a leaf).
+ */
 static int idx_alloc(struct uslab_counter *c, uint32_t *idx, uint64_t *gen)
 {
-	uint32_t i;
+	struct uslab_counter **o = NULL, **old_o = NULL;
+	uint64_t *g = NULL, *old_g = NULL;
+	uint32_t i, n = 0;
 
 	pthread_mutex_lock(&reg_lock);
-	for (i = 0; i < nidx && gens[i]; i++)
-		;
-	if (i == nidx) {
-		uint32_t n = nidx ? 2 * nidx : 64;
-		struct uslab_counter **o = realloc(owners, n * sizeof(*o));
-		uint64_t *g = o ? realloc(gens, n * sizeof(*g)) : NULL;
-
-		if (o)
-			owners = o;
-		if (!g) {
+	for (;;) {
+		for (i = 0; i < nidx && gens[i]; i++)
+			;
+		if (i < nidx)
+			break;
+		if (n != (nidx ? 2 * nidx : 64)) {
+			/* Arrays of the size the tables need now, then look again. */
+			n = nidx ? 2 * nidx : 64;
 			pthread_mutex_unlock(&reg_lock);
-			return -ENOMEM;
+			free(o);
+			free(g);
+			o = calloc(n, sizeof(*o));
+			g = calloc(n, sizeof(*g));
+			if (!o || !g) {
+				free(o);
+				free(g);
+				return -ENOMEM;
+			}
+			pthread_mutex_lock(&reg_lock);
+			continue;
 		}
+		if (nidx) {
+			memcpy(o, owners, nidx * sizeof(*o));
+			memcpy(g, gens, nidx * sizeof(*g));
+		}
+		old_o = owners;
+		old_g = gens;
+		owners = o;
 		gens = g;
-		memset(owners + nidx, 0, (n - nidx) * sizeof(*o));
-		memset(gens + nidx, 0, (n - nidx) * sizeof(*g));
+		o = NULL;
+		g = NULL;
 		__atomic_store_n(&nidx, n, __ATOMIC_RELEASE);
 	}
 	owners[i] = c;
 	gens[i] = *gen = next_gen++;
 	*idx = i;
 	pthread_mutex_unlock(&reg_lock);
+	free(o);
+	free(g);
+	free(old_o);
+	free(old_g);
 	return 0;
 }
 
@@ -314,4 +345,32 @@ uint64_t uslab_priv_idgen_next_slow(struct uslab_idgen *g)
 uint64_t(uslab_idgen_next)(struct uslab_idgen *g)
 {
 	return uslab_idgen_next_inline(g);
+}
+
+/* ------------------------------------------------------------- fork */
+
+/*
+ * init.c's fork handlers: reg_lock is taken after every lock of the
+ * allocator (it is a leaf, see the top of this file), released first. In
+ * the child the tables of the parent's other threads stay on the registry
+ * (their deltas still count in sums; nothing frees them: those threads do
+ * not exist here).
+ */
+INTERNAL void counter_fork_prepare(void); /* (declared in init.c too, their one caller) */
+INTERNAL void counter_fork_parent(void);
+INTERNAL void counter_fork_child(void);
+
+void counter_fork_prepare(void)
+{
+	pthread_mutex_lock(&reg_lock);
+}
+
+void counter_fork_parent(void)
+{
+	pthread_mutex_unlock(&reg_lock);
+}
+
+void counter_fork_child(void)
+{
+	pthread_mutex_init(&reg_lock, NULL);
 }

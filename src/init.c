@@ -8,10 +8,11 @@
  * fork handlers.
  *
  * Fork: before fork() the forking thread takes every lock in the lock order
- * of src/lock.h, rank 1 to 11 (fork_prepare() below), so no lock is held
- * halfway through an update in the child. The parent releases them; the
- * child re-initialises them and hands the sheaves of the threads that do
- * not exist in the child back to their caches.
+ * of src/lock.h, rank 1 to 11, then counter.c's reg_lock, a leaf
+ * (fork_prepare() below), so no lock is held halfway through an update in
+ * the child. The parent releases them; the child re-initialises them and
+ * hands the sheaves of the threads that do not exist in the child back to
+ * their caches. doc/design.md ("Fork") lists every lock and its handler.
  */
 #include <pthread.h>
 
@@ -20,6 +21,11 @@
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_error;
 static __thread bool tls_starting; /* this thread runs do_init() */
+
+/* counter.c's handlers (a service of the library, called only from here). */
+INTERNAL void counter_fork_prepare(void);
+INTERNAL void counter_fork_parent(void);
+INTERNAL void counter_fork_child(void);
 
 static void fork_prepare(void)
 {
@@ -30,10 +36,12 @@ static void fork_prepare(void)
 	thread_fork_prepare();
 	cache_fork_prepare();
 	os_fork_prepare();
+	counter_fork_prepare(); /* a leaf: last */
 }
 
 static void fork_parent(void)
 {
+	counter_fork_parent();
 	os_fork_parent();
 	cache_fork_parent();
 	thread_fork_parent();
@@ -45,6 +53,7 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+	counter_fork_child();
 	os_fork_child();
 	slab_debug_fork_child();
 	cache_fork_child();

@@ -182,7 +182,7 @@ void options_print(FILE *f)
 	fprintf(f, "# variable               value    default  range  meaning\n");
 	for (size_t i = 0; i < ARRAY_SIZE(options); i++) {
 		const struct option_row *o = &options[i];
-		char val[32], def[32], range[48];
+		char val[32], def[32], range[96];
 
 		if (!o->var) {
 			fprintf(f, "%-24s %-8s %-8s %-6s %s\n", o->env, string_value(o), "unset",
@@ -192,8 +192,13 @@ void options_print(FILE *f)
 		if (o->names) {
 			snprintf(val, sizeof(val), "%s", o->names[*o->var]);
 			snprintf(def, sizeof(def), "%s", o->names[o->def]);
-			snprintf(range, sizeof(range), "%s..%s", o->names[o->min],
-				 o->names[o->max]);
+			/* Every word, then the numbers: "off,on,exit,0..2" (doc_tuning_options). */
+			size_t n = 0;
+
+			for (unsigned int k = o->min; k <= o->max; k++)
+				n += (size_t)snprintf(range + n, sizeof(range) - n, "%s,",
+						      o->names[k]);
+			snprintf(range + n, sizeof(range) - n, "%u..%u", o->min, o->max);
 		} else {
 			snprintf(val, sizeof(val), "%u", *o->var);
 			snprintf(def, sizeof(def), "%u", o->def);

@@ -6,7 +6,8 @@
  * the message and exits 1. RUN(fn) runs one test function and prints
  * "ok <name> (<n> checks)". run_child() runs a function in a child process
  * and collects its stderr; expect_death() checks that it dies by SIGABRT
- * with a given message.
+ * with a given message, expect_deaths() does so for a table of misuses.
+ * cache_stats() and cache_active() read a cache's statistics.
  */
 #ifndef USLAB_TEST_H
 #define USLAB_TEST_H
@@ -19,6 +20,10 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#if __has_include(<uslab.h>) /* (not for preload/: it reaches uslab only through LD_PRELOAD) */
+#include <uslab.h>
+#define TEST_HAVE_USLAB 1
+#endif
 
 static unsigned long test_checks;
 
@@ -119,6 +124,39 @@ static inline int expect_death(void (*fn)(void *), void *arg, const char *needle
 	}
 	return 1;
 }
+
+/* One misuse: @fn does it in a child, whose stderr must hold @message. */
+struct death {
+	const char *name;
+	void (*fn)(void *arg);
+	const char *message;
+};
+
+/* expect_deaths - CHECK that each of the @n misuses of @t dies by SIGABRT with its message. */
+static inline void expect_deaths(const struct death *t, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		CHECK(expect_death(t[i].fn, NULL, t[i].message), "%s", t[i].name);
+}
+
+#define EXPECT_DEATHS(table) expect_deaths(table, sizeof(table) / sizeof((table)[0]))
+
+#ifdef TEST_HAVE_USLAB
+/* The statistics of @c (CHECKed). */
+static inline struct uslab_cache_stats cache_stats(struct uslab_cache *c)
+{
+	struct uslab_cache_stats st;
+
+	CHECK(!uslab_cache_stats(c, &st), "stats");
+	return st;
+}
+
+/* Objects of @c allocated and not freed, sheaves included. */
+static inline unsigned long cache_active(struct uslab_cache *c)
+{
+	return cache_stats(c).active_objs;
+}
+#endif
 
 /* Whether the build runs under a sanitizer (they reserve address space). */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)

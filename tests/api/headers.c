@@ -1,15 +1,20 @@
 // SPDX-License-Identifier: MIT
-/* Every public header compiles on its own, as C11 (and as C++: headers.cpp). */
+/*
+ * Every public header compiles and links, as C11 (api_headers_c) and as
+ * C++ (api_headers_cxx: tests/CMakeLists.txt compiles this same file as
+ * C++, so write what both languages accept).
+ */
 #include <uslab.h>
 #include <uslab/stats.h>
 #include <uslab/kmem.h>
 #include <uslab/rcu.h>
 #include <uslab/magazine.h>
+#include <uslab/counter.h>
 #include <uslab.h> /* twice: include guards */
 
 int main(void)
 {
-	struct uslab_cache_args a = { 0 };
+	static struct uslab_cache_args a; /* zero ({ 0 } warns in C++, {} is not C11) */
 	struct uslab_cache_stats st;
 	struct uslab_cache *c = uslab_cache_create("hdr", 8, &a, USLAB_HWCACHE_ALIGN);
 
@@ -43,6 +48,18 @@ int main(void)
 		if (uslab_magazine_count(m) > m->capacity)
 			return 1;
 		uslab_magazine_destroy(m);
+	}
+	{
+		struct uslab_counter n;
+		struct uslab_idgen g;
+
+		if (uslab_counter_init(&n, 1) || uslab_idgen_init(&g, 5))
+			return 1;
+		uslab_counter_add(&n, 2);
+		if (uslab_counter_sum(&n) != 3 || uslab_idgen_next(&g) != 5)
+			return 1;
+		uslab_idgen_destroy(&g);
+		uslab_counter_destroy(&n);
 	}
 	return uslab_cache_destroy(c);
 }

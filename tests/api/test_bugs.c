@@ -73,23 +73,24 @@ static void interior_pointer(void *arg)
 	uslab_cache_shrink(cache);
 }
 
+/* Each misuse in a child, which must die with its report. */
+static const struct death reports[] = {
+	{ "double free", double_free, "uslab: BUG victim: double free" },
+	{ "double free of an object freed long before", double_free_far,
+	  "uslab: BUG victim: double free" },
+	{ "free to the wrong cache", wrong_cache,
+	  "uslab: BUG bystander: object of cache victim freed to this cache at 0x" },
+	{ "foreign pointer", foreign_pointer,
+	  "uslab: BUG victim: free of a pointer uslab did not hand out at 0x" },
+	{ "interior pointer", interior_pointer,
+	  "uslab: BUG victim: free of a pointer inside an object at 0x" },
+};
+
 static void test_reports(void)
 {
 	cache = uslab_cache_create("victim", 96, NULL, 0);
 	other = uslab_cache_create("bystander", 96, NULL, 0);
-	CHECK(expect_death(double_free, NULL, "uslab: BUG victim: double free"), "double free");
-	CHECK(expect_death(double_free_far, NULL, "uslab: BUG victim: double free"),
-	      "double free of an object freed long before");
-	CHECK(expect_death(
-		      wrong_cache, NULL,
-		      "uslab: BUG bystander: object of cache victim freed to this cache at 0x"),
-	      "free to the wrong cache");
-	CHECK(expect_death(foreign_pointer, NULL,
-			   "uslab: BUG victim: free of a pointer uslab did not hand out at 0x"),
-	      "foreign pointer");
-	CHECK(expect_death(interior_pointer, NULL,
-			   "uslab: BUG victim: free of a pointer inside an object at 0x"),
-	      "interior pointer");
+	EXPECT_DEATHS(reports);
 	uslab_cache_destroy(cache);
 	uslab_cache_destroy(other);
 }
@@ -235,49 +236,41 @@ static void wrong_cache_at_library_call(void *arg)
 	_exit(0);
 }
 
+static const struct death handle_misuse[] = {
+	{ "alloc from NULL", null_cache_alloc, "uslab: BUG -: allocation of a NULL cache" },
+	{ "bulk alloc from NULL", null_cache_bulk,
+	  "uslab: BUG -: bulk allocation of a NULL cache" },
+	{ "double destroy", destroy_twice,
+	  "uslab: BUG -: destroy of a destroyed cache (or not a cache) at 0x" },
+	{ "alloc after destroy", use_after_destroy,
+	  "uslab: BUG -: allocation of a destroyed cache (or not a cache)" },
+	{ "a stale handle after new caches were created", stale_after_create,
+	  "uslab: BUG -: free of a destroyed cache (or not a cache)" },
+	{ "stats after destroy", stats_after_destroy, "uslab: BUG -: stats of a destroyed cache" },
+	{ "over-full magazine, free", magazine_overfull,
+	  "uslab: BUG mag: magazine count 19 above its capacity 16" },
+	{ "over-full magazine, alloc", magazine_overfull_alloc,
+	  "uslab: BUG mag: magazine count 19 above its capacity 16" },
+	{ "foreign pointer, at the call", foreign_at_call,
+	  "uslab: BUG direct: free of a pointer uslab did not hand out" },
+	{ "wrong cache, at the call", wrong_cache_at_call,
+	  "uslab: BUG direct: object of cache elsewhere freed to this cache" },
+	/* These three use the cache "victim". */
+	{ "immediate double free, at the library's call", double_free_at_call,
+	  "uslab: BUG victim: double free (the object is on top of this thread's sheaf)" },
+	{ "stack pointer, at the library's call (sheaves)", foreign_at_library_call,
+	  "uslab: BUG victim: free of a pointer uslab did not hand out" },
+	{ "wrong cache, at the library's call (sheaves)", wrong_cache_at_library_call,
+	  "uslab: BUG victim: object of cache elsewhere freed to this cache" },
+};
+
 static void test_handles(void)
 {
 	struct uslab_cache *c = uslab_cache_create("handles", 64, NULL, 0);
 	void *p, *q;
 
-	CHECK(expect_death(null_cache_alloc, NULL, "uslab: BUG -: allocation of a NULL cache"),
-	      "alloc from NULL");
-	CHECK(expect_death(null_cache_bulk, NULL, "uslab: BUG -: bulk allocation of a NULL cache"),
-	      "bulk alloc from NULL");
-	CHECK(expect_death(destroy_twice, NULL,
-			   "uslab: BUG -: destroy of a destroyed cache (or not a cache) at 0x"),
-	      "double destroy");
-	CHECK(expect_death(use_after_destroy, NULL,
-			   "uslab: BUG -: allocation of a destroyed cache (or not a cache)"),
-	      "alloc after destroy");
-	CHECK(expect_death(stale_after_create, NULL,
-			   "uslab: BUG -: free of a destroyed cache (or not a cache)"),
-	      "a stale handle after new caches were created");
-	CHECK(expect_death(stats_after_destroy, NULL, "uslab: BUG -: stats of a destroyed cache"),
-	      "stats after destroy");
-	CHECK(expect_death(magazine_overfull, NULL,
-			   "uslab: BUG mag: magazine count 19 above its capacity 16"),
-	      "over-full magazine, free");
-	CHECK(expect_death(magazine_overfull_alloc, NULL,
-			   "uslab: BUG mag: magazine count 19 above its capacity 16"),
-	      "over-full magazine, alloc");
-	CHECK(expect_death(foreign_at_call, NULL,
-			   "uslab: BUG direct: free of a pointer uslab did not hand out"),
-	      "foreign pointer, at the call");
-	CHECK(expect_death(wrong_cache_at_call, NULL,
-			   "uslab: BUG direct: object of cache elsewhere freed to this cache"),
-	      "wrong cache, at the call");
 	cache = uslab_cache_create("victim", 96, NULL, 0);
-	CHECK(expect_death(double_free_at_call, NULL,
-			   "uslab: BUG victim: double free (the object is on top of this "
-			   "thread's sheaf)"),
-	      "immediate double free, at the library's call");
-	CHECK(expect_death(foreign_at_library_call, NULL,
-			   "uslab: BUG victim: free of a pointer uslab did not hand out"),
-	      "stack pointer, at the library's call (sheaves)");
-	CHECK(expect_death(wrong_cache_at_library_call, NULL,
-			   "uslab: BUG victim: object of cache elsewhere freed to this cache"),
-	      "wrong cache, at the library's call (sheaves)");
+	EXPECT_DEATHS(handle_misuse);
 	uslab_cache_destroy(cache);
 	/* Documented errors, not bugs. */
 	errno = 0;

@@ -235,6 +235,19 @@ static void sum_of_null(void *arg)
 	(void)uslab_counter_sum(NULL);
 }
 
+static const struct death counter_misuse[] = {
+	{ "counter destroyed twice", double_destroy,
+	  "uslab: BUG -: uslab_counter_destroy: counter never initialized, or destroyed" },
+	{ "add to a destroyed counter whose index was reused", add_after_destroy,
+	  "uslab: BUG -: uslab_counter_add: counter never initialized, or destroyed" },
+	{ "add to a zero-filled counter", add_to_zeroed,
+	  "uslab: BUG -: uslab_counter_add: counter never initialized, or destroyed" },
+	{ "ID from a destroyed generator", id_after_destroy,
+	  "uslab: BUG -: uslab_idgen_next: ID generator never initialized, or destroyed" },
+	{ "sum of NULL", sum_of_null,
+	  "uslab: BUG -: uslab_counter_sum: counter never initialized, or destroyed" },
+};
+
 static void test_misuse(void)
 {
 	struct uslab_counter c;
@@ -247,26 +260,7 @@ static void test_misuse(void)
 	CHECK(uslab_counter_init(&c, 7) == 0 && uslab_idgen_init(&g, 7) == 0, "init");
 	uslab_counter_destroy(&c);
 	uslab_idgen_destroy(&g);
-	CHECK(expect_death(double_destroy, NULL,
-			   "uslab: BUG -: uslab_counter_destroy: counter never initialized, or "
-			   "destroyed"),
-	      "counter destroyed twice");
-	CHECK(expect_death(
-		      add_after_destroy, NULL,
-		      "uslab: BUG -: uslab_counter_add: counter never initialized, or destroyed"),
-	      "add to a destroyed counter whose index was reused");
-	CHECK(expect_death(
-		      add_to_zeroed, NULL,
-		      "uslab: BUG -: uslab_counter_add: counter never initialized, or destroyed"),
-	      "add to a zero-filled counter");
-	CHECK(expect_death(id_after_destroy, NULL,
-			   "uslab: BUG -: uslab_idgen_next: ID generator never initialized, or "
-			   "destroyed"),
-	      "ID from a destroyed generator");
-	CHECK(expect_death(
-		      sum_of_null, NULL,
-		      "uslab: BUG -: uslab_counter_sum: counter never initialized, or destroyed"),
-	      "sum of NULL");
+	EXPECT_DEATHS(counter_misuse);
 }
 
 int main(void)

@@ -9,6 +9,16 @@
  *                        that empties a slab defers it to the grace-period
  *                        engine while its thread holds its own state lock;
  *                        the fork handler takes the locks in order.
+ *   fork_counters        300 forks while three threads create, use and
+ *                        destroy counters and ID generators (the registry
+ *                        lock is held by one of them at most forks), and a
+ *                        fourth fills new slabs of a cache whose
+ *                        constructor creates a counter (the registry lock
+ *                        taken under the thread's state lock: fork must
+ *                        take it after the allocator's locks); every child
+ *                        initializes, adds to, sums, draws from and
+ *                        destroys its own within 10 s: the number of
+ *                        children that hung is reported.
  *   exit_destructor      2,000 threads free and allocate from a pthread_key
  *                        destructor in every destructor round, the last one
  *                        included: every object comes back (no sheaf
@@ -128,6 +138,137 @@ static void fork_typesafe_flush_child(void *arg)
 static void fork_typesafe_flush(void)
 {
 	in_child(fork_typesafe_flush_child, 60, "300 forks against TYPESAFE_BY_RCU flushes");
+}
+
+/* ------------------------------------------------------ fork_counters */
+
+enum { COUNTER_CHILD_SECS = 10 };
+
+/* Create, use and destroy counters and generators until stopped. */
+static void *counter_churn(void *arg)
+{
+	uint64_t seed = (uintptr_t)arg;
+
+	while (!atomic_load(&stop)) {
+		struct uslab_counter c[4];
+		struct uslab_idgen g[4];
+
+		for (int i = 0; i < 4; i++) {
+			EXPECT(uslab_counter_init(&c[i], i) == 0, "counter init");
+			EXPECT(uslab_idgen_init(&g[i], 1000) == 0, "idgen init");
+		}
+		for (int i = 0; i < 4; i++) {
+			uslab_counter_add(&c[i], (int64_t)(rnd_next(&seed) % 100));
+			EXPECT(uslab_idgen_next(&g[i]) >= 1000, "id");
+			EXPECT(uslab_counter_sum(&c[i]) >= i, "sum");
+		}
+		for (int i = 0; i < 4; i++) {
+			uslab_counter_destroy(&c[i]);
+			uslab_idgen_destroy(&g[i]);
+		}
+	}
+	return NULL;
+}
+
+/* Objects that embed a counter, made by their constructor. */
+struct counted {
+	struct uslab_counter c;
+	char pad[192];
+};
+
+static void counted_ctor(void *obj)
+{
+	struct counted *o = obj;
+
+	EXPECT(uslab_counter_init(&o->c, 0) == 0, "counter init in a constructor");
+	uslab_counter_destroy(&o->c); /* (not leaked: index given back) */
+}
+
+/* New slabs over and over: the constructor runs under this thread's state lock. */
+static void *ctor_churn(void *arg)
+{
+	struct uslab_cache_args a = { .ctor = counted_ctor };
+	struct uslab_cache *c = uslab_cache_create("faults_counted", sizeof(struct counted), &a, 0);
+	void *objs[256];
+
+	(void)arg;
+	EXPECT(c, "create");
+	while (!atomic_load(&stop)) {
+		for (int i = 0; i < 256; i++)
+			EXPECT((objs[i] = uslab_cache_alloc(c)), "alloc");
+		for (int i = 0; i < 256; i++)
+			uslab_cache_free(c, objs[i]);
+		uslab_cache_shrink(c);
+	}
+	EXPECT(uslab_cache_destroy(c) == 0, "destroy");
+	return NULL;
+}
+
+/* A forked child: its own counter and generator, every call; exit 0, or the failed step. */
+static void counter_child(void)
+{
+	struct uslab_counter c;
+	struct uslab_idgen g;
+	uint64_t a, b;
+
+	alarm(COUNTER_CHILD_SECS);
+	if (uslab_counter_init(&c, 7))
+		_exit(2);
+	for (int i = 0; i < 100; i++)
+		uslab_counter_add(&c, 3);
+	if (uslab_counter_sum(&c) != 307)
+		_exit(3);
+	if (uslab_idgen_init(&g, 50))
+		_exit(4);
+	a = uslab_idgen_next(&g);
+	b = uslab_idgen_next(&g);
+	if (a != 50 || b != 51)
+		_exit(5);
+	uslab_idgen_destroy(&g);
+	uslab_counter_destroy(&c);
+	_exit(0);
+}
+
+static void fork_counters_child(void *arg)
+{
+	static pid_t pids[FORKS];
+	unsigned int hung = 0, failed = 0, last_status = 0;
+	pthread_t t[4];
+	int status;
+
+	(void)arg;
+	alarm(alarm_secs);
+	for (uintptr_t i = 0; i < 3; i++)
+		EXPECT(!pthread_create(&t[i], NULL, counter_churn, (void *)(i + 1)), "thread");
+	EXPECT(!pthread_create(&t[3], NULL, ctor_churn, NULL), "thread");
+	/* Children run while the next ones are forked; each has its own time limit. */
+	for (int i = 0; i < FORKS; i++) {
+		pids[i] = fork();
+		EXPECT(pids[i] >= 0, "fork %d", i);
+		if (pids[i] == 0)
+			counter_child();
+	}
+	atomic_store(&stop, true);
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	for (int i = 0; i < FORKS; i++) {
+		EXPECT(waitpid(pids[i], &status, 0) == pids[i], "wait");
+		if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) {
+			hung++;
+		} else if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+			failed++;
+			last_status = (unsigned int)status;
+		}
+	}
+	EXPECT(!hung, "%u of %d children forked beside counter creation hung (> %d s)", hung, FORKS,
+	       COUNTER_CHILD_SECS);
+	EXPECT(!failed, "%u of %d children failed (last status %#x)", failed, FORKS, last_status);
+	exit(0);
+}
+
+static void fork_counters(void)
+{
+	in_child(fork_counters_child, 60, "300 forks against counter and ID generator creation");
 }
 
 /* ----------------------------------------------------- exit_destructor */
@@ -473,8 +614,11 @@ static const struct {
 	const char *name;
 	void (*fn)(void);
 } tests[] = {
-	{ "fork_typesafe_flush", fork_typesafe_flush }, { "exit_destructor", exit_destructor },
-	{ "exit_destructor_rcu", exit_destructor_rcu }, { "cancel_barrier", cancel_barrier },
+	{ "fork_typesafe_flush", fork_typesafe_flush },
+	{ "fork_counters", fork_counters },
+	{ "exit_destructor", exit_destructor },
+	{ "exit_destructor_rcu", exit_destructor_rcu },
+	{ "cancel_barrier", cancel_barrier },
 	{ "monitor_start_fails", monitor_start_fails },
 };
 

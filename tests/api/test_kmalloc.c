@@ -415,12 +415,16 @@ static void ksize_foreign(void *arg)
 	uslab_ksize(malloc(16));
 }
 
+static const struct death kmalloc_misuse[] = {
+	{ "kfree of a stack address", free_stack, "uslab: BUG" },
+	{ "interior pointer", free_interior_large, "inside an object" },
+	{ "double free, large", free_large_twice, "did not hand out" },
+	{ "ksize of malloc'd memory", ksize_foreign, "did not hand out" },
+};
+
 static void test_misuse(void)
 {
-	CHECK(expect_death(free_stack, NULL, "uslab: BUG"), "kfree of a stack address");
-	CHECK(expect_death(free_interior_large, NULL, "inside an object"), "interior pointer");
-	CHECK(expect_death(free_large_twice, NULL, "did not hand out"), "double free, large");
-	CHECK(expect_death(ksize_foreign, NULL, "did not hand out"), "ksize of malloc'd memory");
+	EXPECT_DEATHS(kmalloc_misuse);
 }
 
 /* Address space of this process in KiB (VmSize). */

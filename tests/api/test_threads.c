@@ -3,7 +3,8 @@
  * test_threads.c - the cache contract across threads: frees on another
  * thread, sheaves returned at thread exit and by uslab_thread_flush(),
  * destroy reclaiming other threads' cached objects, cache ids reused
- * safely, fork, and empty bulk calls by threads without state.
+ * safely, and empty bulk calls by threads without state. Fork: unit_thread
+ * (fork_drains) and api_faults (fork_typesafe_flush, fork_counters).
  */
 #include <pthread.h>
 #include <stdbool.h>
@@ -180,63 +181,6 @@ static void test_thread_churn(void)
 	CHECK(uslab_cache_destroy(cache) == 0, "destroy");
 }
 
-static void *fill_and_wait(void *arg)
-{
-	void *p[100];
-
-	(void)arg;
-	for (int i = 0; i < 100; i++)
-		p[i] = uslab_cache_alloc(cache);
-	for (int i = 0; i < 100; i++)
-		uslab_cache_free(cache, p[i]);
-	pthread_barrier_wait(&barrier);
-	pthread_barrier_wait(&barrier);
-	return NULL;
-}
-
-static void fork_child(void *arg)
-{
-	struct uslab_cache_stats st;
-	void *p[1000];
-
-	(void)arg;
-	/* The thread that cached objects does not exist here. */
-	for (int i = 0; i < 1000; i++) {
-		p[i] = uslab_cache_alloc(cache);
-		memset(p[i], 0x11, 72);
-	}
-	for (int i = 0; i < 1000; i++)
-		uslab_cache_free(cache, p[i]);
-	uslab_thread_flush();
-	uslab_cache_shrink(cache);
-	uslab_cache_stats(cache, &st);
-	if (st.active_objs != 0 || st.num_slabs != 0) {
-		fprintf(stderr, "child: active %lu slabs %lu\n", st.active_objs, st.num_slabs);
-		_exit(1);
-	}
-	_exit(uslab_cache_destroy(cache) == 0 ? 0 : 2);
-}
-
-static void test_fork(void)
-{
-	char err[4096];
-	pthread_t t;
-	int status;
-
-	pthread_barrier_init(&barrier, NULL, 2);
-	cache = uslab_cache_create("fork", 72, NULL, 0);
-	pthread_create(&t, NULL, fill_and_wait, NULL);
-	pthread_barrier_wait(&barrier);
-	status = run_child(fork_child, NULL, err, sizeof(err));
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-	      "child after fork reclaimed the other thread's sheaves: %#x %s", status, err);
-	pthread_barrier_wait(&barrier);
-	pthread_join(t, NULL);
-	uslab_cache_shrink(cache);
-	CHECK(uslab_cache_destroy(cache) == 0, "parent unaffected");
-	pthread_barrier_destroy(&barrier);
-}
-
 /*
  * Bulk calls of n == 0 by threads that never allocated: they must not store
  * into the table of zeros such threads share (TSan reports a race if they
@@ -279,7 +223,6 @@ int main(void)
 	RUN(test_thread_flush);
 	RUN(test_destroy_reclaims);
 	RUN(test_thread_churn);
-	RUN(test_fork);
 	RUN(test_empty_bulk_unstarted);
 	return 0;
 }

@@ -183,14 +183,6 @@ static void replace_full(void)
 	free(f1), free(f2), free(f3), free(e1);
 }
 
-static unsigned long active(struct uslab_cache *c)
-{
-	struct uslab_cache_stats st;
-
-	CHECK(!uslab_cache_stats(c, &st), "stats");
-	return st.active_objs;
-}
-
 /* Active objects of an internal cache (uslab_cache_stats would do too). */
 static unsigned long node_active(struct uslab_cache *c)
 {
@@ -231,13 +223,14 @@ static void drain(void)
 		}
 	}
 	CHECK(node_active(sc) == sheaves0 + FULL + EMPTY, "%d sheaves out", FULL + EMPTY);
-	CHECK(active(c) == FULL * 14, "active %lu: the objects of the full sheaves", active(c));
+	CHECK(cache_active(c) == FULL * 14, "active %lu: the objects of the full sheaves",
+	      cache_active(c));
 	uslab_cache_stats(c, &st);
 	CHECK(st.barn_full == FULL && st.barn_empty == EMPTY, "stats see the barn: %lu/%lu",
 	      st.barn_full, st.barn_empty);
 
 	barn_drain(c);
-	CHECK(active(c) == 0, "every object back in its slab: active %lu", active(c));
+	CHECK(cache_active(c) == 0, "every object back in its slab: active %lu", cache_active(c));
 	CHECK(node_active(sc) == sheaves0, "every sheaf freed: %lu more than before",
 	      node_active(sc) - sheaves0);
 	check_counts(&c->barn, 0, 0);

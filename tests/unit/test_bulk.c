@@ -31,22 +31,9 @@
 #include "internal.h"
 #include "../test.h"
 
-static struct uslab_cache_stats stats(struct uslab_cache *c)
-{
-	struct uslab_cache_stats st;
-
-	CHECK(!uslab_cache_stats(c, &st), "stats");
-	return st;
-}
-
-static unsigned long active(struct uslab_cache *c)
-{
-	return stats(c).active_objs;
-}
-
 static uint64_t ev(struct uslab_cache *c, int item)
 {
-	return stats(c).events[item];
+	return cache_stats(c).events[item];
 }
 
 static size_t main_count(struct uslab_cache *c)
@@ -92,7 +79,7 @@ static void destroy(struct uslab_cache *c)
 {
 	uslab_thread_flush();
 	uslab_cache_shrink(c);
-	CHECK(active(c) == 0, "%s: nothing lost, active %lu", c->name, active(c));
+	CHECK(cache_active(c) == 0, "%s: nothing lost, active %lu", c->name, cache_active(c));
 	CHECK(uslab_cache_destroy(c) == 0, "destroy %s", c->name);
 }
 
@@ -114,7 +101,7 @@ static void alloc_paths(void)
 	check_objects(c, p, 105);
 	CHECK(ev(c, USLAB_STAT_SHEAF_REFILL) == 1, "large remainder: no refill");
 	CHECK(main_count(c) == 0, "main emptied first (%zu left)", main_count(c));
-	CHECK(active(c) == 105, "active %lu: exactly what was handed out", active(c));
+	CHECK(cache_active(c) == 105, "active %lu: exactly what was handed out", cache_active(c));
 	/* Free 10 into main, then take 7 through the exported call: from main. */
 	uslab_cache_free_bulk(c, 10, p + 95);
 	CHECK(main_count(c) == 10, "10 freed into main");
@@ -158,11 +145,11 @@ static void oom_child(void *arg)
 	rl.rlim_cur = rl.rlim_max = vm * 4096 + (256ul << 20);
 	if (setrlimit(RLIMIT_AS, &rl))
 		_exit(5);
-	before = active(c);
+	before = cache_active(c);
 	/* 100000 x 64 KiB = 6 GiB: cannot fit under the limit. */
 	for (int way = 0; way < 3; way++) {
 		struct uslab_cache *x = way == 2 ? d : c;
-		unsigned long b = way == 2 ? active(d) : before;
+		unsigned long b = way == 2 ? cache_active(d) : before;
 		size_t got;
 
 		for (size_t i = 0; i < N; i++)
@@ -176,12 +163,12 @@ static void oom_child(void *arg)
 			if (p[i] && p[i] != (void *)1)
 				_exit(20 + way); /* an object left to the caller */
 		/* Every object taken went back: main's one too (way 0). */
-		if (active(x) != (way == 0 ? b - 1 : b))
+		if (cache_active(x) != (way == 0 ? b - 1 : b))
 			_exit(30 + way);
 		if (x == c && main_count(c) != 0)
 			_exit(40 + way);
 		if (way == 0)
-			before = active(c);
+			before = cache_active(c);
 	}
 	for (int i = 0; i < 3; i++)
 		for (size_t k = 0; k < (64 << 10); k += 4096)
@@ -195,7 +182,7 @@ static void oom_child(void *arg)
 	uslab_cache_free_bulk(c, 3, keep);
 	uslab_thread_flush();
 	uslab_cache_shrink(c);
-	if (active(c) || active(d))
+	if (cache_active(c) || cache_active(d))
 		_exit(61);
 	_exit(uslab_cache_destroy(c) || uslab_cache_destroy(d) ? 62 : 0);
 }
@@ -281,9 +268,10 @@ static void free_holes(void)
 	uslab_priv_free_bulk_slow(NULL, BIG, q);
 	uslab_priv_free_bulk_slow(c, BIG, p);
 	check_zeroed(p, BIG);
-	CHECK(active(c) == cached(c), "active %lu: all in sheaves (%zu)", active(c), cached(c));
+	CHECK(cache_active(c) == cached(c), "active %lu: all in sheaves (%zu)", cache_active(c),
+	      cached(c));
 	uslab_cache_shrink(c);
-	CHECK(active(c) == 0, "every object freed once: active %lu", active(c));
+	CHECK(cache_active(c) == 0, "every object freed once: active %lu", cache_active(c));
 	destroy(c);
 }
 
@@ -303,7 +291,8 @@ static void free_remainder(void)
 	uslab_thread_flush();
 	CHECK(uslab_priv_alloc_bulk_slow(c, N + R, p) == N + R, "alloc");
 	check_objects(c, p, N + R);
-	CHECK(active(c) == N + R && main_count(c) == 0, "active %lu, main empty", active(c));
+	CHECK(cache_active(c) == N + R && main_count(c) == 0, "active %lu, main empty",
+	      cache_active(c));
 	groups = ev(c, USLAB_STAT_FREE_GROUP);
 	flushes = ev(c, USLAB_STAT_SHEAF_FLUSH);
 
@@ -312,7 +301,7 @@ static void free_remainder(void)
 	pc = pcs_of(c);
 	check_zeroed(p, N);
 	CHECK(main_count(c) == 14 && pc->spare && pc->spare->size == 14, "main and spare full");
-	CHECK(active(c) == 28 + R, "72 back in slabs at once: active %lu", active(c));
+	CHECK(cache_active(c) == 28 + R, "72 back in slabs at once: active %lu", cache_active(c));
 	CHECK(ev(c, USLAB_STAT_FREE_GROUP) > groups, "as detached freelists (%llu)",
 	      (unsigned long long)(ev(c, USLAB_STAT_FREE_GROUP) - groups));
 	CHECK(ev(c, USLAB_STAT_SHEAF_FLUSH) == flushes, "no sheaf flushed for a large remainder");
@@ -324,7 +313,7 @@ static void free_remainder(void)
 	CHECK(ev(c, USLAB_STAT_SHEAF_FLUSH) == flushes + 1, "small remainder: main flushed");
 	CHECK(main_count(c) == R && pc->spare->size == 14, "the 10 in the flushed main: %zu",
 	      main_count(c));
-	CHECK(active(c) == 14 + R, "active %lu: spare 14 + main 10", active(c));
+	CHECK(cache_active(c) == 14 + R, "active %lu: spare 14 + main 10", cache_active(c));
 	destroy(c);
 }
 
@@ -352,7 +341,7 @@ static void free_mixed_null(void)
 		per[k]++;
 	}
 	for (int k = 0; k < 3; k++) {
-		a0[k] = active(c[k]);
+		a0[k] = cache_active(c[k]);
 		groups[k] = ev(c[k], USLAB_STAT_FREE_GROUP);
 		m[k] = c[k]->sheaf_capacity ? cached(c[k]) : 0;
 	}
@@ -364,7 +353,7 @@ static void free_mixed_null(void)
 			/* Runs of this cache went through its sheaves (and on to the barn). */
 			CHECK(cached(c[k]) > 0, "%s: objects in the thread's sheaves", c[k]->name);
 		} else {
-			CHECK(active(c[k]) == a0[k] - per[k],
+			CHECK(cache_active(c[k]) == a0[k] - per[k],
 			      "%s: no sheaves: the %zu objects went to slabs at once", c[k]->name,
 			      per[k]);
 			CHECK(ev(c[k], USLAB_STAT_FREE_GROUP) > groups[k],
@@ -372,7 +361,7 @@ static void free_mixed_null(void)
 		}
 		/* None lost: with the thread's sheaves and the barn drained, all are back. */
 		uslab_cache_shrink(c[k]);
-		CHECK(active(c[k]) == a0[k] - per[k] - m[k], "%s: all %zu back after shrink",
+		CHECK(cache_active(c[k]) == a0[k] - per[k] - m[k], "%s: all %zu back after shrink",
 		      c[k]->name, per[k]);
 	}
 	printf("   %zu + %zu + %zu objects of three caches, holes skipped\n", per[0], per[1],
@@ -414,12 +403,12 @@ static void counted(void)
 	void *p[300];
 	struct uslab_cache_stats s0, s1;
 
-	s0 = stats(c);
+	s0 = cache_stats(c);
 	CHECK(uslab_priv_alloc_bulk_slow(c, 300, p) == 300, "300");
 	uslab_priv_free_bulk_slow(c, 300, p);
 	CHECK(uslab_priv_alloc_bulk_slow(c, 20, p) == 20, "20");
 	uslab_priv_free_bulk_slow(c, 20, p);
-	s1 = stats(c);
+	s1 = cache_stats(c);
 	CHECK(s1.events[USLAB_STAT_ALLOC_BULK] - s0.events[USLAB_STAT_ALLOC_BULK] == 2 &&
 		      s1.events[USLAB_STAT_ALLOC_BULK_OBJS] -
 				      s0.events[USLAB_STAT_ALLOC_BULK_OBJS] ==
@@ -430,10 +419,10 @@ static void counted(void)
 			      320,
 	      "free: 2 calls, 320 objects");
 	CHECK(uslab_priv_alloc_bulk_slow(d, 300, p) == 300, "no sheaves: 300");
-	CHECK(active(d) == 300, "from slabs");
+	CHECK(cache_active(d) == 300, "from slabs");
 	uslab_priv_free_bulk_slow(d, 300, p);
-	CHECK(active(d) == 0, "to slabs");
-	s1 = stats(d);
+	CHECK(cache_active(d) == 0, "to slabs");
+	s1 = cache_stats(d);
 	CHECK(!s1.events[USLAB_STAT_ALLOC_BULK] && !s1.events[USLAB_STAT_FREE_BULK],
 	      "no thread counters without sheaves");
 	destroy(c);
