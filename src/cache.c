@@ -399,7 +399,7 @@ static int cache_setup(struct uslab_cache *c, const char *name, size_t size, siz
 /* Link @c first into the list of caches. Called with caches_lock held. */
 static void cache_list_add(struct uslab_cache *c)
 {
-	USLAB_ASSERT(ulock_held(&caches_lock));
+	USLAB_ASSERT_HELD(&caches_lock);
 	list_add(&c->list, &caches);
 }
 
@@ -476,7 +476,7 @@ static inline bool slab_is_empty(const struct slab *s)
  */
 #define node_assert_counts(n)                                   \
 	do {                                                    \
-		USLAB_ASSERT(ulock_held(&(n)->lock));           \
+		USLAB_ASSERT_HELD(&(n)->lock);                  \
 		USLAB_ASSERT((n)->nr_free <= (n)->nr_objects);  \
 		USLAB_ASSERT((n)->nr_empty <= (n)->nr_partial); \
 		USLAB_ASSERT((n)->nr_partial <= (n)->nr_slabs); \
@@ -488,7 +488,7 @@ static inline bool slab_is_empty(const struct slab *s)
  */
 static void partial_add(struct node *n, struct slab *s, bool tail)
 {
-	USLAB_ASSERT(ulock_held(&n->lock));
+	USLAB_ASSERT_HELD(&n->lock);
 	USLAB_ASSERT(s->state == SLAB_NEW || s->state == SLAB_FULL);
 	USLAB_ASSERT(s->nfree || s->bump < s->objects); /* some object is free */
 	if (s->state == SLAB_FULL && s->cache->debug)
@@ -507,7 +507,8 @@ static void partial_add(struct node *n, struct slab *s, bool tail)
  */
 static void full_add(struct node *n, struct slab *s)
 {
-	USLAB_ASSERT(ulock_held(&n->lock) && !s->nfree && s->bump == s->objects);
+	USLAB_ASSERT_HELD(&n->lock);
+	USLAB_ASSERT(!s->nfree && s->bump == s->objects);
 	s->state = SLAB_FULL;
 	if (s->cache->debug)
 		list_add(&s->list, &n->full);
@@ -516,7 +517,7 @@ static void full_add(struct node *n, struct slab *s)
 /* Take @s, PARTIAL, off the partial list; the caller sets its new state. */
 static void partial_del(struct node *n, struct slab *s)
 {
-	USLAB_ASSERT(ulock_held(&n->lock));
+	USLAB_ASSERT_HELD(&n->lock);
 	USLAB_ASSERT(s->state == SLAB_PARTIAL && n->nr_partial);
 	list_del(&s->list);
 	n->nr_partial--;
@@ -602,7 +603,8 @@ static void slab_put_group(struct uslab_cache *c, struct detached_freelist *df,
 	struct slab *s = df->slab;
 	unsigned int inuse = s->bump - s->nfree;
 
-	USLAB_ASSERT(ulock_held(&n->lock) && s->cache == c);
+	USLAB_ASSERT_HELD(&n->lock);
+	USLAB_ASSERT(s->cache == c);
 	slab_assert_counts(s);
 	if (unlikely(df->cnt > inuse))
 		usl_bug(c, df->head, "double free: %u objects freed to slab %p with %u in use",
@@ -1194,7 +1196,7 @@ int cache_register(struct uslab_cache *c, unsigned int sheaf_capacity)
 /* Take @c off the list and free its id. Under caches_lock. */
 void cache_unregister_locked(struct uslab_cache *c)
 {
-	USLAB_ASSERT(ulock_held(&caches_lock));
+	USLAB_ASSERT_HELD(&caches_lock);
 	if (c->id > 0)
 		id_free(c->id);
 	list_del(&c->list);

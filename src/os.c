@@ -145,7 +145,7 @@ static uint64_t now_ms(void)
 /* Under os_lock: make the dirty list heads point to themselves on first use. */
 static void lists_init(void)
 {
-	USLAB_ASSERT(ulock_held(&os_lock));
+	USLAB_ASSERT_HELD(&os_lock);
 	for (unsigned int i = 0; i <= OS_MAX_ORDER; i++) {
 		struct list_node *d = &orders[i].dirty;
 
@@ -267,7 +267,7 @@ static void arena_install(struct arena *a)
 {
 	struct os_order *o = &orders[a->order];
 
-	USLAB_ASSERT(ulock_held(&os_lock));
+	USLAB_ASSERT_HELD(&os_lock);
 	a->next = o->arenas;
 	o->arenas = a;
 	o->narenas++;
@@ -285,7 +285,7 @@ static void arena_check(struct arena *a, struct arena **rel)
 	struct os_order *o = &orders[a->order];
 	struct arena **pp = &o->arenas;
 
-	USLAB_ASSERT(ulock_held(&os_lock));
+	USLAB_ASSERT_HELD(&os_lock);
 	/*
 	 * The last arena of an order stays for the next slab, unless huge. An
 	 * arena with retained slots stays until they are purged (purge_done()
@@ -359,7 +359,7 @@ static unsigned int purge_pick(struct slab **v, unsigned int max, size_t max_byt
 	unsigned int n = 0;
 	size_t bytes = 0;
 
-	USLAB_ASSERT(ulock_held(&os_lock));
+	USLAB_ASSERT_HELD(&os_lock);
 	while (n < max && bytes < max_bytes && dirty_bytes) {
 		struct slab *oldest = NULL;
 		struct arena *a;
@@ -417,7 +417,7 @@ static void purge_madvise(struct slab *const *v, unsigned int n)
 /* Make purged slots free; detach arenas left idle onto *@rel. Under os_lock. */
 static void purge_done(struct slab *const *v, unsigned int n, struct arena **rel)
 {
-	USLAB_ASSERT(ulock_held(&os_lock));
+	USLAB_ASSERT_HELD(&os_lock);
 	for (unsigned int i = 0; i < n; i++) {
 		struct slab *s = v[i];
 		struct arena *a = arena_of(s->base);
@@ -462,7 +462,7 @@ static struct slab *slot_of_arena(struct arena *a)
 {
 	struct slab *s;
 
-	USLAB_ASSERT(ulock_held(&os_lock));
+	USLAB_ASSERT_HELD(&os_lock);
 	if (a->free) {
 		s = a->free;
 		USLAB_ASSERT(s->state == SLAB_FREE && !s->cache);
@@ -489,7 +489,7 @@ static struct slab *slot_take(unsigned int order)
 	struct arena *a;
 	struct slab *s;
 
-	USLAB_ASSERT(ulock_held(&os_lock));
+	USLAB_ASSERT_HELD(&os_lock);
 	if (!list_empty(&o->dirty)) {
 		/* The most recently freed slab: its pages are still warm. */
 		s = list_first_entry(&o->dirty, struct slab, list);
