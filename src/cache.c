@@ -471,15 +471,51 @@ static inline bool slab_is_empty(const struct slab *s)
 #define slab_assert_counts(s) USLAB_ASSERT((s)->nfree <= (s)->bump && (s)->bump <= (s)->objects)
 
 /*
+ * Check level 2: the node's counters are its lists' (each slab on the
+ * partial list PARTIAL, its empty ones nr_empty, their free objects
+ * nr_free; a debug cache's full list FULL, and every slab on a list).
+ */
+static void node_check(struct node *n)
+{
+#if USLAB_EXPENSIVE
+	struct uslab_cache *c = list_entry(n, struct uslab_cache, node); /* (any member) */
+	unsigned long np = 0, ne = 0, nf = 0, nfree = 0, nobj = 0;
+	struct slab *s;
+
+	list_for_each_entry(s, &n->partial, list) {
+		USLAB_ASSERT_EXPENSIVE(s->state == SLAB_PARTIAL && s->cache == c);
+		USLAB_ASSERT_EXPENSIVE(s->nfree <= s->bump && s->bump <= s->objects);
+		np++;
+		ne += slab_is_empty(s);
+		nfree += s->nfree + s->objects - s->bump;
+		nobj += s->objects;
+	}
+	list_for_each_entry(s, &n->full, list) {
+		USLAB_ASSERT_EXPENSIVE(s->state == SLAB_FULL && s->cache == c && c->debug);
+		nf++;
+		nobj += s->objects;
+	}
+	USLAB_ASSERT_EXPENSIVE(np == n->nr_partial && ne == n->nr_empty && nfree == n->nr_free);
+	USLAB_ASSERT_EXPENSIVE(c->debug ? np + nf == n->nr_slabs : np <= n->nr_slabs);
+	USLAB_ASSERT_EXPENSIVE(c->debug ? nobj == n->nr_objects : nobj <= n->nr_objects);
+#else
+	(void)n;
+#endif
+}
+
+/*
  * The node's counters after a change, under its lock: none went below
- * zero (an unsigned underflow breaks one of these).
+ * zero (an unsigned underflow breaks one of these); the barn lock is not
+ * held with it (the file comment).
  */
 #define node_assert_counts(n)                                   \
 	do {                                                    \
 		USLAB_ASSERT_HELD(&(n)->lock);                  \
+		USLAB_ASSERT(!lockdep_held(LOCK_BARN));         \
 		USLAB_ASSERT((n)->nr_free <= (n)->nr_objects);  \
 		USLAB_ASSERT((n)->nr_empty <= (n)->nr_partial); \
 		USLAB_ASSERT((n)->nr_partial <= (n)->nr_slabs); \
+		node_check(n);                                  \
 	} while (0)
 
 /*
