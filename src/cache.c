@@ -613,6 +613,7 @@ static void slab_discard(struct uslab_cache *c, struct slab *s, struct slab **re
 {
 	struct node *n = &c->node;
 
+	USLAB_ASSERT_HELD(&n->lock);
 	USLAB_ASSERT(s->cache == c && slab_is_empty(s));
 	partial_del(n, s);
 	USLAB_ASSERT(n->nr_slabs && n->nr_objects >= s->objects && n->nr_free >= s->objects);
@@ -1300,6 +1301,9 @@ void cache_list_live(struct uslab_cache *c)
 void cache_fork_prepare(void)
 {
 	struct uslab_cache *c;
+
+	USLAB_ASSERT_HELD(&caches_lock);
+	USLAB_ASSERT(lockdep_held(LOCK_THREADS));
 
 	list_for_each_entry(c, &caches, list) {
 		ulock_lock(&c->barn.lock);

@@ -503,6 +503,7 @@ static void rcu_init_once(void)
  */
 static int rcu_thread_start(void)
 {
+	USLAB_ASSERT(!lockdep_depth());
 	if (usl_init())
 		return -1;
 	pthread_once(&rcu_once, rcu_init_once);
