@@ -88,7 +88,7 @@
  * Checks, by level (CMake option USLAB_CHECKS, doc/design.md "Check levels"):
  * USLAB_ASSERT - an invariant stated in a comment, O(1): level 1 and up
  *   (Debug, ASan, TSan builds), compiled away in release builds (level 0).
- * USLAB_ASSERT_HELD - the calling thread holds ulock @l (lock.h); level 1.
+ * USLAB_ASSERT_HELD - the calling thread holds ulock @l (lock.h): level 1 and up.
  * USLAB_ASSERT_EXPENSIVE - a whole-structure check (a list walked, every
  *   object of a sheaf looked up): level 2 (Debug and ASan builds).
  * USLAB_EXPENSIVE - 1 at level 2, for code that only such checks need.

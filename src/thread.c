@@ -67,6 +67,7 @@ static pthread_key_t exit_key;
 static void pool_put(struct tstate *st)
 {
 	USLAB_ASSERT_HELD(&threads_lock);
+	USLAB_ASSERT(!st->link.next); /* off the live list (list_del clears it) */
 	st->pool_next = pool;
 	pool = st;
 }
