@@ -18,8 +18,41 @@
  * flushing happens after the sheaf has left the barn. The counts are also
  * read without the lock, to skip a trip to an empty barn: they are written
  * with WRITE_ONCE.
+ *
+ * Invariants (barn_check): nr_full <= max_full, nr_empty <= max_empty, and
+ * each count is the length of its stack (that one at check level 2).
  */
 #include "internal.h"
+
+/* The invariants of the file comment. Lock held. */
+static void barn_check(struct barn *b)
+{
+	USLAB_ASSERT_HELD(&b->lock);
+	USLAB_ASSERT(b->nr_full <= b->max_full && b->nr_empty <= b->max_empty);
+#if USLAB_EXPENSIVE
+	unsigned int nf = 0, ne = 0;
+
+	for (struct sheaf *s = b->full; s; s = s->next)
+		nf++;
+	for (struct sheaf *s = b->empty; s; s = s->next)
+		ne++;
+	USLAB_ASSERT_EXPENSIVE(nf == b->nr_full && ne == b->nr_empty);
+#endif
+}
+
+/* Take the barn lock: never with a node lock held (the file comment). */
+static void barn_lock(struct barn *b)
+{
+	USLAB_ASSERT(!lockdep_held(LOCK_NODE));
+	ulock_lock(&b->lock);
+	barn_check(b);
+}
+
+static void barn_unlock(struct barn *b)
+{
+	barn_check(b);
+	ulock_unlock(&b->lock);
+}
 
 void barn_init(struct barn *b, unsigned int max_full, unsigned int max_empty)
 {
@@ -31,10 +64,12 @@ void barn_init(struct barn *b, unsigned int max_full, unsigned int max_empty)
 }
 
 /* Pop a sheaf off one of the barn's stacks. Lock held. */
-static struct sheaf *pop_locked(struct sheaf **stack, unsigned int *nr)
+static struct sheaf *pop_locked(struct barn *b, struct sheaf **stack, unsigned int *nr)
 {
 	struct sheaf *s = *stack;
 
+	USLAB_ASSERT_HELD(&b->lock);
+	USLAB_ASSERT(!s == !*nr); /* an empty stack counts 0 */
 	if (s) {
 		*stack = s->next;
 		WRITE_ONCE(*nr, *nr - 1);
@@ -43,8 +78,11 @@ static struct sheaf *pop_locked(struct sheaf **stack, unsigned int *nr)
 }
 
 /* Push @s onto one of the barn's stacks if it has room. Lock held. */
-static bool push_locked(struct sheaf **stack, unsigned int *nr, unsigned int max, struct sheaf *s)
+static bool push_locked(struct barn *b, struct sheaf **stack, unsigned int *nr, unsigned int max,
+			struct sheaf *s)
 {
+	USLAB_ASSERT_HELD(&b->lock);
+	USLAB_ASSERT(s && s->size <= s->capacity);
 	if (*nr >= max)
 		return false;
 	s->next = *stack;
@@ -65,11 +103,11 @@ struct sheaf *barn_replace_empty(struct barn *b, struct sheaf **empty)
 
 	if (!READ_ONCE(b->nr_full))
 		return NULL;
-	ulock_lock(&b->lock);
-	full = pop_locked(&b->full, &b->nr_full);
-	if (full && *empty && push_locked(&b->empty, &b->nr_empty, b->max_empty, *empty))
+	barn_lock(b);
+	full = pop_locked(b, &b->full, &b->nr_full);
+	if (full && *empty && push_locked(b, &b->empty, &b->nr_empty, b->max_empty, *empty))
 		*empty = NULL;
-	ulock_unlock(&b->lock);
+	barn_unlock(b);
 	return full;
 }
 
@@ -85,12 +123,12 @@ struct sheaf *barn_replace_full(struct barn *b, struct sheaf *full, bool *taken)
 	*taken = false;
 	if (READ_ONCE(b->nr_full) >= b->max_full)
 		return NULL;
-	ulock_lock(&b->lock);
-	if (push_locked(&b->full, &b->nr_full, b->max_full, full)) {
+	barn_lock(b);
+	if (push_locked(b, &b->full, &b->nr_full, b->max_full, full)) {
 		*taken = true;
-		empty = pop_locked(&b->empty, &b->nr_empty);
+		empty = pop_locked(b, &b->empty, &b->nr_empty);
 	}
-	ulock_unlock(&b->lock);
+	barn_unlock(b);
 	return empty;
 }
 
@@ -101,9 +139,9 @@ struct sheaf *barn_get_empty(struct barn *b)
 
 	if (!READ_ONCE(b->nr_empty))
 		return NULL;
-	ulock_lock(&b->lock);
-	empty = pop_locked(&b->empty, &b->nr_empty);
-	ulock_unlock(&b->lock);
+	barn_lock(b);
+	empty = pop_locked(b, &b->empty, &b->nr_empty);
+	barn_unlock(b);
 	return empty;
 }
 
@@ -112,9 +150,9 @@ bool barn_put_empty(struct barn *b, struct sheaf *empty)
 {
 	bool kept;
 
-	ulock_lock(&b->lock);
-	kept = push_locked(&b->empty, &b->nr_empty, b->max_empty, empty);
-	ulock_unlock(&b->lock);
+	barn_lock(b);
+	kept = push_locked(b, &b->empty, &b->nr_empty, b->max_empty, empty);
+	barn_unlock(b);
 	return kept;
 }
 
@@ -123,9 +161,9 @@ bool barn_put_full(struct barn *b, struct sheaf *full)
 {
 	bool kept;
 
-	ulock_lock(&b->lock);
-	kept = push_locked(&b->full, &b->nr_full, b->max_full, full);
-	ulock_unlock(&b->lock);
+	barn_lock(b);
+	kept = push_locked(b, &b->full, &b->nr_full, b->max_full, full);
+	barn_unlock(b);
 	return kept;
 }
 
@@ -135,13 +173,13 @@ void barn_drain(struct uslab_cache *c)
 	struct barn *b = &c->barn;
 	struct sheaf *full, *empty, *next;
 
-	ulock_lock(&b->lock);
+	barn_lock(b);
 	full = b->full;
 	empty = b->empty;
 	b->full = b->empty = NULL;
 	WRITE_ONCE(b->nr_full, 0);
 	WRITE_ONCE(b->nr_empty, 0);
-	ulock_unlock(&b->lock);
+	barn_unlock(b);
 
 	for (; full; full = next) {
 		next = full->next;
@@ -162,20 +200,20 @@ size_t barn_gather(struct barn *b, void **dst, size_t max)
 {
 	size_t n = 0;
 
-	ulock_lock(&b->lock);
+	barn_lock(b);
 	for (struct sheaf *sh = b->full; sh; sh = sh->next) {
 		for (uint32_t i = 0; i < sh->size; i++, n++)
 			if (n < max)
 				dst[n] = sh->objs[i];
 	}
-	ulock_unlock(&b->lock);
+	barn_unlock(b);
 	return n;
 }
 
 void barn_counts(struct barn *b, unsigned long *full, unsigned long *empty)
 {
-	ulock_lock(&b->lock);
+	barn_lock(b);
 	*full = b->nr_full;
 	*empty = b->nr_empty;
-	ulock_unlock(&b->lock);
+	barn_unlock(b);
 }

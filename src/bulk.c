@@ -71,6 +71,29 @@ static inline __attribute__((always_inline)) unsigned int copy_ptrs(void **dst, 
 	return z;
 }
 
+/*
+ * For check level 2. all_of_cache: every entry of @objs[0..n) is an object
+ * in a slab of @c (or NULL, if @holes); all_null: every entry is NULL.
+ */
+static bool all_of_cache(const struct uslab_cache *c, void *const *objs, size_t n, bool holes)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct slab *s = objs[i] ? os_slab_lookup(objs[i]) : NULL;
+
+		if ((objs[i] || !holes) && (!s || READ_ONCE(s->cache) != c))
+			return false;
+	}
+	return true;
+}
+
+static bool all_null(void *const *objs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (objs[i])
+			return false;
+	return true;
+}
+
 /* Take up to @n objects off main into @objs. Return: how many. */
 static size_t take_main(struct pcs *p, size_t n, void **objs)
 {
@@ -80,6 +103,7 @@ static size_t take_main(struct pcs *p, size_t n, void **objs)
 		k = n;
 	if (!k)
 		return 0; /* main may be absent: top is NULL */
+	USLAB_ASSERT(p->main && p->hot.bottom <= p->hot.top - k);
 	p->hot.top -= k;
 	if (k < 64)
 		copy_ptrs(objs, p->hot.top, k, false);
@@ -117,6 +141,9 @@ static size_t push_main(struct pcs *p, size_t n, void **objs)
 	}
 	while (i < n && !objs[i])
 		i++; /* holes left when main is full: consumed, no swap for them */
+	/* All consumed, or main full (or absent: top and limit NULL). */
+	USLAB_ASSERT(i == n || p->hot.top == p->hot.limit);
+	USLAB_ASSERT(p->hot.top <= p->hot.limit);
 	return i;
 }
 
@@ -133,6 +160,7 @@ static bool alloc_from_slabs(struct uslab_cache *c, size_t n, void **objs)
 		if (k < want)
 			break;
 	}
+	USLAB_ASSERT(got <= n);
 	if (got == n)
 		return true;
 	cache_free_objects(c, objs, got, usl_opt.lookahead);
@@ -174,6 +202,8 @@ size_t uslab_priv_alloc_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 		thread_unlock_self();
 		return 0;
 	}
+	USLAB_ASSERT(k <= n);
+	USLAB_ASSERT_EXPENSIVE(all_of_cache(c, objs, n, false));
 	count(&p->hot.alloc_bulk, &p->hot.alloc_bulk_objs, n);
 	thread_unlock_self();
 	objs_unpoison(c, objs, n);
@@ -182,6 +212,7 @@ size_t uslab_priv_alloc_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 direct:
 	if (!alloc_from_slabs(c, n, objs))
 		return 0;
+	USLAB_ASSERT_EXPENSIVE(all_of_cache(c, objs, n, false));
 	objs_unpoison(c, objs, n);
 	return n;
 }
@@ -206,6 +237,7 @@ static void free_to_cache(struct uslab_cache *c, size_t n, void **objs)
 		if (i == n || !pcs_make_room(c, p, n - i < c->sheaf_capacity))
 			break;
 	}
+	USLAB_ASSERT(i <= n);
 	if (i < n)
 		cache_free_objects(c, objs + i, n - i, usl_opt.lookahead);
 	count(&p->hot.free_bulk, &p->hot.free_bulk_objs, n);
@@ -218,6 +250,8 @@ static struct uslab_cache *sheaf_cache_of(const void *obj)
 	struct slab *s = os_slab_lookup(obj);
 	struct uslab_cache *c = s ? __atomic_load_n(&s->cache, __ATOMIC_ACQUIRE) : NULL;
 
+	/* The large objects' cache has no sheaves. */
+	USLAB_ASSERT(!c || !(c->flags & CACHE_LARGE) || !c->sheaf_capacity);
 	return c && c->sheaf_capacity ? c : NULL;
 }
 
@@ -254,6 +288,8 @@ static void free_any(size_t n, void **objs)
 				base = c ? (uintptr_t)objs[j] & mask : 1;
 			}
 		}
+		/* A run of one cache (of none: large or not uslab's, each checked on its way). */
+		USLAB_ASSERT_EXPENSIVE(!c || all_of_cache(c, objs + i, j - i, true));
 		if (c) {
 			/* As the cache's own bulk free: into main without a lock when it fits. */
 			uslab_cache_free_bulk(c, j - i, objs + i);
@@ -277,6 +313,7 @@ void uslab_priv_free_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 	cache_check_live(c, "bulk free");
 	objs_poison(objs, n);
 	free_to_cache(c, n, objs);
+	USLAB_ASSERT_EXPENSIVE(all_null(objs, n)); /* every entry consumed */
 	gp_kick();
 }
 

@@ -399,7 +399,7 @@ static int cache_setup(struct uslab_cache *c, const char *name, size_t size, siz
 /* Link @c first into the list of caches. Called with caches_lock held. */
 static void cache_list_add(struct uslab_cache *c)
 {
-	USLAB_ASSERT(ulock_held(&caches_lock));
+	USLAB_ASSERT_HELD(&caches_lock);
 	list_add(&c->list, &caches);
 }
 
@@ -471,15 +471,51 @@ static inline bool slab_is_empty(const struct slab *s)
 #define slab_assert_counts(s) USLAB_ASSERT((s)->nfree <= (s)->bump && (s)->bump <= (s)->objects)
 
 /*
+ * Check level 2: the node's counters are its lists' (each slab on the
+ * partial list PARTIAL, its empty ones nr_empty, their free objects
+ * nr_free; a debug cache's full list FULL, and every slab on a list).
+ */
+static void node_check(struct node *n)
+{
+#if USLAB_EXPENSIVE
+	struct uslab_cache *c = list_entry(n, struct uslab_cache, node); /* (any member) */
+	unsigned long np = 0, ne = 0, nf = 0, nfree = 0, nobj = 0;
+	struct slab *s;
+
+	list_for_each_entry(s, &n->partial, list) {
+		USLAB_ASSERT_EXPENSIVE(s->state == SLAB_PARTIAL && s->cache == c);
+		USLAB_ASSERT_EXPENSIVE(s->nfree <= s->bump && s->bump <= s->objects);
+		np++;
+		ne += slab_is_empty(s);
+		nfree += s->nfree + s->objects - s->bump;
+		nobj += s->objects;
+	}
+	list_for_each_entry(s, &n->full, list) {
+		USLAB_ASSERT_EXPENSIVE(s->state == SLAB_FULL && s->cache == c && c->debug);
+		nf++;
+		nobj += s->objects;
+	}
+	USLAB_ASSERT_EXPENSIVE(np == n->nr_partial && ne == n->nr_empty && nfree == n->nr_free);
+	USLAB_ASSERT_EXPENSIVE(c->debug ? np + nf == n->nr_slabs : np <= n->nr_slabs);
+	USLAB_ASSERT_EXPENSIVE(c->debug ? nobj == n->nr_objects : nobj <= n->nr_objects);
+#else
+	(void)n;
+#endif
+}
+
+/*
  * The node's counters after a change, under its lock: none went below
- * zero (an unsigned underflow breaks one of these).
+ * zero (an unsigned underflow breaks one of these); the barn lock is not
+ * held with it (the file comment).
  */
 #define node_assert_counts(n)                                   \
 	do {                                                    \
-		USLAB_ASSERT(ulock_held(&(n)->lock));           \
+		USLAB_ASSERT_HELD(&(n)->lock);                  \
+		USLAB_ASSERT(!lockdep_held(LOCK_BARN));         \
 		USLAB_ASSERT((n)->nr_free <= (n)->nr_objects);  \
 		USLAB_ASSERT((n)->nr_empty <= (n)->nr_partial); \
 		USLAB_ASSERT((n)->nr_partial <= (n)->nr_slabs); \
+		node_check(n);                                  \
 	} while (0)
 
 /*
@@ -488,7 +524,7 @@ static inline bool slab_is_empty(const struct slab *s)
  */
 static void partial_add(struct node *n, struct slab *s, bool tail)
 {
-	USLAB_ASSERT(ulock_held(&n->lock));
+	USLAB_ASSERT_HELD(&n->lock);
 	USLAB_ASSERT(s->state == SLAB_NEW || s->state == SLAB_FULL);
 	USLAB_ASSERT(s->nfree || s->bump < s->objects); /* some object is free */
 	if (s->state == SLAB_FULL && s->cache->debug)
@@ -507,7 +543,8 @@ static void partial_add(struct node *n, struct slab *s, bool tail)
  */
 static void full_add(struct node *n, struct slab *s)
 {
-	USLAB_ASSERT(ulock_held(&n->lock) && !s->nfree && s->bump == s->objects);
+	USLAB_ASSERT_HELD(&n->lock);
+	USLAB_ASSERT(!s->nfree && s->bump == s->objects);
 	s->state = SLAB_FULL;
 	if (s->cache->debug)
 		list_add(&s->list, &n->full);
@@ -516,7 +553,7 @@ static void full_add(struct node *n, struct slab *s)
 /* Take @s, PARTIAL, off the partial list; the caller sets its new state. */
 static void partial_del(struct node *n, struct slab *s)
 {
-	USLAB_ASSERT(ulock_held(&n->lock));
+	USLAB_ASSERT_HELD(&n->lock);
 	USLAB_ASSERT(s->state == SLAB_PARTIAL && n->nr_partial);
 	list_del(&s->list);
 	n->nr_partial--;
@@ -576,6 +613,7 @@ static void slab_discard(struct uslab_cache *c, struct slab *s, struct slab **re
 {
 	struct node *n = &c->node;
 
+	USLAB_ASSERT_HELD(&n->lock);
 	USLAB_ASSERT(s->cache == c && slab_is_empty(s));
 	partial_del(n, s);
 	USLAB_ASSERT(n->nr_slabs && n->nr_objects >= s->objects && n->nr_free >= s->objects);
@@ -602,7 +640,8 @@ static void slab_put_group(struct uslab_cache *c, struct detached_freelist *df,
 	struct slab *s = df->slab;
 	unsigned int inuse = s->bump - s->nfree;
 
-	USLAB_ASSERT(ulock_held(&n->lock) && s->cache == c);
+	USLAB_ASSERT_HELD(&n->lock);
+	USLAB_ASSERT(s->cache == c);
 	slab_assert_counts(s);
 	if (unlikely(df->cnt > inuse))
 		usl_bug(c, df->head, "double free: %u objects freed to slab %p with %u in use",
@@ -1194,7 +1233,7 @@ int cache_register(struct uslab_cache *c, unsigned int sheaf_capacity)
 /* Take @c off the list and free its id. Under caches_lock. */
 void cache_unregister_locked(struct uslab_cache *c)
 {
-	USLAB_ASSERT(ulock_held(&caches_lock));
+	USLAB_ASSERT_HELD(&caches_lock);
 	if (c->id > 0)
 		id_free(c->id);
 	list_del(&c->list);
@@ -1262,6 +1301,9 @@ void cache_list_live(struct uslab_cache *c)
 void cache_fork_prepare(void)
 {
 	struct uslab_cache *c;
+
+	USLAB_ASSERT_HELD(&caches_lock);
+	USLAB_ASSERT(lockdep_held(LOCK_THREADS));
 
 	list_for_each_entry(c, &caches, list) {
 		ulock_lock(&c->barn.lock);

@@ -12,7 +12,8 @@
  * the monitor is not running, a flag. It takes no lock and never starts a
  * thread, so cache.c may call it with any lock held (a thread flushing a
  * sheaf holds its own state lock). The monitor is started by gp_start()
- * from places that hold no uslab lock: the front end's first deferred
+ * from places that hold no uslab lock (round_lock at most: a barrier round
+ * run in the caller flushes its sheaves): the front end's first deferred
  * free, uslab_rcu_barrier(), the creation of a TYPESAFE_BY_RCU cache, and
  * gp_kick() at the end of the free slow paths, flush and shrink when a
  * hand-off found no monitor. A start that fails (no memory for a thread)
@@ -52,6 +53,9 @@
 #include "internal.h"
 
 #define GP_RETRY_MS 100 /* between attempts to start the monitor */
+
+/* For assertions: the calling thread holds no uslab lock, or only round_lock. */
+#define NO_LOCK_BUT_ROUND() (lockdep_depth() == (unsigned int)lockdep_held(LOCK_GP_ROUND))
 
 static struct {
 	const struct rcu_flavor_struct *flavor;
@@ -112,6 +116,9 @@ void gp_synchronize(void)
 {
 	int old;
 
+	/* No liburcu call with a lock held, but round_lock (the file comment). */
+	USLAB_ASSERT(NO_LOCK_BUT_ROUND());
+
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
 	gp_flavor()->update_synchronize_rcu();
 	pthread_setcancelstate(old, NULL);
@@ -160,12 +167,19 @@ static void monitor_sleep(uint64_t ms)
 
 /* ------------------------------------------------------------ rounds */
 
-/* One round: gather, one grace period, release. Under round_lock. */
+/*
+ * One round: gather, one grace period, release. Under round_lock, and no
+ * other lock (the hooks of struct gp_client rely on it).
+ */
 static void gp_round(bool scan, bool all)
 {
 	const struct gp_client *cl = __atomic_load_n(&G.client, __ATOMIC_ACQUIRE);
-	void *batch = cl ? cl->gather(scan, all) : NULL;
-	struct slab *slabs = atomic_exchange(&G.slabq, NULL);
+	void *batch;
+	struct slab *slabs;
+
+	USLAB_ASSERT(mutex_owned(&G.round_lock, LOCK_GP_ROUND) && lockdep_depth() == 1);
+	batch = cl ? cl->gather(scan, all) : NULL;
+	slabs = atomic_exchange(&G.slabq, NULL);
 
 	if (batch || slabs) {
 		gp_synchronize();
@@ -190,6 +204,8 @@ static void *monitor_main(void *arg)
 		bool barrier, scan;
 
 		cl = __atomic_load_n(&G.client, __ATOMIC_ACQUIRE);
+		/* Between rounds the monitor holds no lock (idle runs outside round_lock). */
+		USLAB_ASSERT(!lockdep_depth());
 		if (cl && idle)
 			cl->idle(); /* at start and after each round */
 		idle = false;
@@ -209,6 +225,8 @@ static void *monitor_main(void *arg)
 		mutex_unlock_ranked(&G.round_lock, LOCK_GP_ROUND);
 		idle = true;
 		mutex_lock_ranked(&G.lock, LOCK_GP);
+		/* Generations only grow; a barrier round completes the one it read. */
+		USLAB_ASSERT(G.barrier_done <= target && target <= G.barrier_req);
 		if (barrier)
 			G.barrier_done = target;
 		if (barrier || G.waiters)
@@ -224,8 +242,9 @@ static void *monitor_main(void *arg)
  * gp_start - start the monitor if it is not running, for work about to be
  * deferred (the flavor is fixed from now on); gp_prestart - the same for a
  * cache that will defer slabs later (the flavor may still change).
- * Context: no uslab lock held (it takes gp_lock and creates a thread,
- * which may allocate).
+ * Context: no uslab lock held but round_lock (it takes gp_lock and creates
+ * a thread, which may allocate; a barrier round run by its caller flushes
+ * the caller's sheaves, which kicks).
  * Return: 0 - running; -1 - it could not be started (retried later).
  */
 int gp_start(void)
@@ -242,7 +261,8 @@ int gp_prestart(void)
 	int ret = 0;
 
 	if (tls_creating)
-		return -1; /* a malloc of pthread_create() freeing through uslab */
+		return -1;		   /* a malloc of pthread_create() freeing through uslab */
+	USLAB_ASSERT(NO_LOCK_BUT_ROUND()); /* Context: gp_start() */
 	mutex_lock_ranked(&G.lock, LOCK_GP);
 	if (!G.started) {
 		uint64_t now = now_ms();
@@ -275,9 +295,10 @@ int gp_prestart(void)
 	return ret;
 }
 
-/* Start the monitor if work was handed over without one. No lock held. */
+/* Start the monitor if work was handed over without one. No lock held but round_lock. */
 void gp_kick(void)
 {
+	USLAB_ASSERT(NO_LOCK_BUT_ROUND());
 	if (unlikely(atomic_load_explicit(&G.start_needed, memory_order_relaxed)))
 		gp_start();
 }
@@ -307,8 +328,10 @@ void gp_defer_slabs(struct slab *list)
 	struct slab *tail = list, *head;
 	unsigned long k = 1;
 
+	USLAB_ASSERT(list->state == SLAB_FREE && list->cache);
 	while (tail->next) {
 		tail = tail->next;
+		USLAB_ASSERT(tail->state == SLAB_FREE && tail->cache);
 		k++;
 	}
 	atomic_fetch_add_explicit(&G.slabs_deferred, k, memory_order_relaxed);
@@ -333,6 +356,7 @@ void gp_barrier(void)
 {
 	int old;
 
+	USLAB_ASSERT(!lockdep_depth() && !gp_read_ongoing()); /* Context: the comment */
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
 	if (gp_start()) {
 		mutex_lock_ranked(&G.round_lock, LOCK_GP_ROUND);
@@ -344,8 +368,10 @@ void gp_barrier(void)
 		mutex_lock_ranked(&G.lock, LOCK_GP);
 		my = ++G.barrier_req;
 		gp_wake();
-		while (G.barrier_done < my)
+		while (G.barrier_done < my) {
 			pthread_cond_wait(&G.done, &G.lock);
+			USLAB_ASSERT(G.barrier_done <= G.barrier_req);
+		}
 		mutex_unlock_ranked(&G.lock, LOCK_GP);
 	}
 	pthread_setcancelstate(old, NULL);
@@ -360,6 +386,7 @@ void gp_wait_until(bool (*cond)(void))
 {
 	int old;
 
+	USLAB_ASSERT(!lockdep_depth()); /* Context: no uslab lock held */
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
 	mutex_lock_ranked(&G.lock, LOCK_GP);
 	G.waiters++;
@@ -367,6 +394,7 @@ void gp_wait_until(bool (*cond)(void))
 		gp_wake();
 		pthread_cond_wait(&G.done, &G.lock);
 	}
+	USLAB_ASSERT(G.waiters);
 	G.waiters--;
 	mutex_unlock_ranked(&G.lock, LOCK_GP);
 	pthread_setcancelstate(old, NULL);
@@ -389,6 +417,7 @@ void gp_fork_prepare(void)
 /* After caches_lock. */
 void gp_fork_prepare_late(void)
 {
+	USLAB_ASSERT(mutex_owned(&G.round_lock, LOCK_GP_ROUND) && lockdep_held(LOCK_CACHES));
 	mutex_lock_ranked(&G.lock, LOCK_GP);
 }
 

@@ -85,8 +85,13 @@
 #endif
 
 /*
- * USLAB_ASSERT - an invariant stated in a comment, checked in USLAB_CHECKS
- * builds (Debug, ASan, TSan) and compiled away in release builds.
+ * Checks, by level (CMake option USLAB_CHECKS, doc/design.md "Check levels"):
+ * USLAB_ASSERT - an invariant stated in a comment, O(1): level 1 and up
+ *   (Debug, ASan, TSan builds), compiled away in release builds (level 0).
+ * USLAB_ASSERT_HELD - the calling thread holds ulock @l (lock.h): level 1 and up.
+ * USLAB_ASSERT_EXPENSIVE - a whole-structure check (a list walked, every
+ *   object of a sheaf looked up): level 2 (Debug and ASan builds).
+ * USLAB_EXPENSIVE - 1 at level 2, for code that only such checks need.
  */
 #ifdef USLAB_CHECKS
 #define USLAB_ASSERT(cond)                                                                   \
@@ -97,6 +102,14 @@
 	} while (0)
 #else
 #define USLAB_ASSERT(cond) ((void)sizeof(!(cond)))
+#endif
+#define USLAB_ASSERT_HELD(l) USLAB_ASSERT(ulock_owned(l))
+#if defined(USLAB_CHECKS) && USLAB_CHECKS >= 2
+#define USLAB_EXPENSIVE 1
+#define USLAB_ASSERT_EXPENSIVE(cond) USLAB_ASSERT(cond)
+#else
+#define USLAB_EXPENSIVE 0
+#define USLAB_ASSERT_EXPENSIVE(cond) ((void)sizeof(!(cond)))
 #endif
 
 /*

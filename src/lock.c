@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * lock.c - contended path of the futex mutex in lock.h, and the lock-order
- * check of USLAB_CHECKS builds.
+ * check and the record of the locks each thread holds (lockdep) of
+ * USLAB_CHECKS builds.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,35 +34,57 @@ void ulock_lock_slow(struct ulock *l)
 }
 
 #ifdef USLAB_CHECKS
-/* Locks of each rank this thread holds. */
-static __thread unsigned char held[LOCK_NR_RANKS];
+/* Locks of each rank this thread holds, and the instances (lock.h). */
+static __thread unsigned int held[LOCK_NR_RANKS]; /* fork: one per cache */
+static __thread const void *held_locks[LOCKDEP_DEPTH];
+static __thread unsigned int nheld;	/* entries of held_locks in use */
+static __thread unsigned int untracked; /* held beyond LOCKDEP_DEPTH */
 
-void lockdep_acquire(unsigned int rank)
+/* A lockdep report (not usl_bug(): lock.c sits below debug.c). */
+static __attribute__((noreturn)) void lockdep_bug(const char *msg, int len)
 {
-	char msg[128];
-	int len;
-
-	if (rank == LOCK_UNRANKED)
-		return;
-	for (unsigned int r = rank + 1; r < LOCK_NR_RANKS; r++) {
-		if (held[r]) {
-			/* Not usl_bug(): lock.c sits below debug.c. */
-			len = snprintf(msg, sizeof(msg),
-				       "uslab: BUG -: lock of rank %u taken while holding rank %u "
-				       "(src/lock.h has the order)\n",
-				       rank, r);
-			if (write(STDERR_FILENO, msg, (size_t)len) < 0)
-				abort();
-			abort();
-		}
-	}
-	held[rank]++;
+	if (len > 0 && write(STDERR_FILENO, msg, (size_t)len) < 0)
+		abort();
+	abort();
 }
 
-void lockdep_release(unsigned int rank)
+void lockdep_acquire(const void *lock, unsigned int rank)
 {
-	if (rank != LOCK_UNRANKED)
-		held[rank]--;
+	char msg[128];
+
+	for (unsigned int r = rank + 1; rank != LOCK_UNRANKED && r < LOCK_NR_RANKS; r++) {
+		if (held[r])
+			lockdep_bug(msg,
+				    snprintf(msg, sizeof(msg),
+					     "uslab: BUG -: lock of rank %u taken while holding "
+					     "rank %u (src/lock.h has the order)\n",
+					     rank, r));
+	}
+	held[rank]++;
+	if (nheld < LOCKDEP_DEPTH)
+		held_locks[nheld++] = lock;
+	else
+		untracked++;
+}
+
+void lockdep_release(const void *lock, unsigned int rank)
+{
+	char msg[128];
+	unsigned int i = nheld;
+
+	/* Usually the last one taken: search from the top. */
+	while (i > 0 && held_locks[i - 1] != lock)
+		i--;
+	if (!held[rank] || (!i && !untracked))
+		lockdep_bug(msg, snprintf(msg, sizeof(msg),
+					  "uslab: BUG -: unlock of a lock of rank %u that this "
+					  "thread does not hold\n",
+					  rank));
+	held[rank]--;
+	if (i)
+		held_locks[i - 1] = held_locks[--nheld];
+	else
+		untracked--;
 }
 
 int lockdep_held(unsigned int rank)
@@ -69,10 +92,25 @@ int lockdep_held(unsigned int rank)
 	return held[rank];
 }
 
+unsigned int lockdep_depth(void)
+{
+	return nheld + untracked;
+}
+
+int lockdep_owned(const void *lock, unsigned int rank, int word_held)
+{
+	for (unsigned int i = 0; i < nheld; i++)
+		if (held_locks[i] == lock)
+			return 1;
+	/* Beyond the stack (fork holds every lock): as far as can be told. */
+	return untracked && held[rank] && word_held;
+}
+
 /* The child re-initialised every lock the forking thread took. */
 void lockdep_fork_child(void)
 {
 	for (unsigned int r = 0; r < LOCK_NR_RANKS; r++)
 		held[r] = 0;
+	nheld = untracked = 0;
 }
 #endif

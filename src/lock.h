@@ -38,6 +38,9 @@
  * before it is flushed). In builds with USLAB_CHECKS (Debug and the
  * sanitizer builds) every acquisition checks the order: a lock taken while
  * one of a higher rank is held is a BUG, reported before it can deadlock.
+ * Those builds also know which lock instances each thread holds, so a
+ * function that must be called with a lock held asserts it: ulock_owned()
+ * (this thread holds it), not ulock_held() (somebody does).
  */
 #ifndef USLAB_LOCK_H
 #define USLAB_LOCK_H
@@ -95,24 +98,45 @@ static inline void ulock_init(struct ulock *l)
 	__atomic_store_n(&l->v, 0, __ATOMIC_RELAXED);
 }
 
+/*
+ * Lockdep (USLAB_CHECKS builds; empty inline functions otherwise, so a
+ * release build's lock is the two words above and does no more work).
+ * Each thread keeps the count of locks of each rank it holds and a stack of
+ * the instances (LOCKDEP_DEPTH deep: fork takes every lock, whose instances
+ * beyond that are only counted). lockdep_acquire() checks the order before
+ * the lock is taken; lockdep_release() of a lock the thread does not hold
+ * is a BUG.
+ */
+#define LOCKDEP_DEPTH 32
 #ifdef USLAB_CHECKS
-void lockdep_acquire(unsigned int rank);
-void lockdep_release(unsigned int rank);
+void lockdep_acquire(const void *lock, unsigned int rank);
+void lockdep_release(const void *lock, unsigned int rank);
 void lockdep_fork_child(void);
-int lockdep_held(unsigned int rank);
 #else
-static inline void lockdep_acquire(unsigned int rank)
+static inline void lockdep_acquire(const void *lock, unsigned int rank)
 {
-	(void)rank;
+	(void)lock, (void)rank;
 }
-static inline void lockdep_release(unsigned int rank)
+static inline void lockdep_release(const void *lock, unsigned int rank)
 {
-	(void)rank;
+	(void)lock, (void)rank;
 }
 static inline void lockdep_fork_child(void)
 {
 }
 #endif
+/*
+ * For assertions only (USLAB_ASSERT): defined in USLAB_CHECKS builds only,
+ * so a use outside an assertion fails to link in a release build.
+ * lockdep_held - how many locks of @rank the calling thread holds.
+ * lockdep_depth - how many locks the calling thread holds.
+ * lockdep_owned - whether the calling thread holds the lock at @lock, of
+ *                 @rank (deeper than LOCKDEP_DEPTH, only that one of @rank
+ *                 is held and the lock word says held: fork's case).
+ */
+int lockdep_held(unsigned int rank);
+unsigned int lockdep_depth(void);
+int lockdep_owned(const void *lock, unsigned int rank, int word_held);
 
 static inline void ulock_futex(uint32_t *addr, int op, uint32_t val)
 {
@@ -125,7 +149,7 @@ static inline void ulock_lock(struct ulock *l)
 {
 	uint32_t expect = 0;
 
-	lockdep_acquire(l->rank);
+	lockdep_acquire(l, l->rank);
 	if (__builtin_expect(__atomic_compare_exchange_n(&l->v, &expect, 1, 0, __ATOMIC_ACQUIRE,
 							 __ATOMIC_RELAXED),
 			     1))
@@ -135,28 +159,37 @@ static inline void ulock_lock(struct ulock *l)
 
 static inline void ulock_unlock(struct ulock *l)
 {
-	lockdep_release(l->rank);
+	lockdep_release(l, l->rank);
 	if (__builtin_expect(__atomic_exchange_n(&l->v, 0, __ATOMIC_RELEASE) == 2, 0))
 		ulock_futex(&l->v, FUTEX_WAKE, 1);
 }
 
-/* For assertions only: true when somebody holds the lock. */
+/*
+ * For tests and assertions: true when somebody holds the lock (not
+ * necessarily the caller: for "I hold it", ulock_owned).
+ */
 static inline int ulock_held(const struct ulock *l)
 {
 	return __atomic_load_n(&l->v, __ATOMIC_RELAXED) != 0;
 }
 
+/* For assertions only (USLAB_CHECKS builds): true when the calling thread holds @l. */
+#define ulock_owned(l) lockdep_owned((l), (l)->rank, ulock_held(l))
+
 /* The same order for the two pthread mutexes of gp.c. */
 static inline void mutex_lock_ranked(pthread_mutex_t *m, enum lock_rank rank)
 {
-	lockdep_acquire(rank);
+	lockdep_acquire(m, rank);
 	pthread_mutex_lock(m);
 }
 
 static inline void mutex_unlock_ranked(pthread_mutex_t *m, enum lock_rank rank)
 {
-	lockdep_release(rank);
+	lockdep_release(m, rank);
 	pthread_mutex_unlock(m);
 }
+
+/* For assertions only: true when the calling thread holds @m, taken with mutex_lock_ranked. */
+#define mutex_owned(m, rank) lockdep_owned((m), (rank), 1)
 
 #endif /* USLAB_LOCK_H */

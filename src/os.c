@@ -63,7 +63,10 @@
  *
  * The doubly linked lists (dirty, purging) go through struct slab.list,
  * a->free through struct slab.next. USLAB_CHECKS builds assert each
- * transition. When an arena has no used, purging or dirty slot and
+ * transition and an arena's counts (nused + npurging + ndirty <= nfresh
+ * <= nslots, arena_counts); check level 2 walks every list (os_check: each
+ * slot's state, the counts, dirty_bytes, each dirty list newest first)
+ * in os_purge() and the counters' readers. When an arena has no used, purging or dirty slot and
  * another arena of its order exists, it is detached (registry cleared),
  * then its memory is unmapped and its descriptor table put in
  * the pool for reuse by the next arena of the same order.
@@ -142,10 +145,15 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* An arena's counts: no slot counted twice, none beyond the arena. */
+#define arena_counts(a)                                                         \
+	USLAB_ASSERT((a)->nused + (a)->npurging + (a)->ndirty <= (a)->nfresh && \
+		     (a)->nfresh <= (a)->nslots)
+
 /* Under os_lock: make the dirty list heads point to themselves on first use. */
 static void lists_init(void)
 {
-	USLAB_ASSERT(ulock_held(&os_lock));
+	USLAB_ASSERT_HELD(&os_lock);
 	for (unsigned int i = 0; i <= OS_MAX_ORDER; i++) {
 		struct list_node *d = &orders[i].dirty;
 
@@ -156,8 +164,11 @@ static void lists_init(void)
 
 void *os_mmap(size_t size)
 {
-	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	void *p;
+
+	USLAB_ASSERT(!ulock_owned(&os_lock)); /* no system call under it */
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		 -1, 0);
 
 	if (p == MAP_FAILED) {
 		errno = ENOMEM;
@@ -184,6 +195,7 @@ static void *mmap_aligned(size_t size, size_t align)
 	char *p;
 	uintptr_t start, end;
 
+	USLAB_ASSERT(!ulock_owned(&os_lock));
 	if (hint) {
 		p = mmap((void *)hint, size, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -207,9 +219,12 @@ static void *mmap_aligned(size_t size, size_t align)
 
 static void map_set(struct arena *a, struct arena *val)
 {
+	USLAB_ASSERT_HELD(&os_lock);
 	for (uintptr_t g = a->base; g < a->base + a->size; g += ARENA_GRANULE) {
 		uintptr_t e = 0;
 
+		/* Installed over nothing, cleared from itself: granules never overlap. */
+		USLAB_ASSERT(arena_map[g >> ARENA_SHIFT] == (val ? NULL : a));
 		if (val)
 			e = (uintptr_t)&a->slabs[(g - a->base) >> a->shift] | a->shift;
 		__atomic_store_n(&arena_map[g >> ARENA_SHIFT], val, __ATOMIC_RELEASE);
@@ -230,6 +245,7 @@ static struct arena *arena_create(unsigned int order, struct arena *a)
 						      ARENA_GRANULE;
 	void *mem;
 
+	USLAB_ASSERT(order <= OS_MAX_ORDER && (!a || a->order == order));
 	mem = mmap_aligned(size, ARENA_GRANULE);
 	if (!mem)
 		return NULL;
@@ -267,7 +283,7 @@ static void arena_install(struct arena *a)
 {
 	struct os_order *o = &orders[a->order];
 
-	USLAB_ASSERT(ulock_held(&os_lock));
+	USLAB_ASSERT_HELD(&os_lock);
 	a->next = o->arenas;
 	o->arenas = a;
 	o->narenas++;
@@ -285,7 +301,8 @@ static void arena_check(struct arena *a, struct arena **rel)
 	struct os_order *o = &orders[a->order];
 	struct arena **pp = &o->arenas;
 
-	USLAB_ASSERT(ulock_held(&os_lock));
+	USLAB_ASSERT_HELD(&os_lock);
+	arena_counts(a);
 	/*
 	 * The last arena of an order stays for the next slab, unless huge. An
 	 * arena with retained slots stays until they are purged (purge_done()
@@ -316,6 +333,7 @@ static void arenas_unmap(struct arena *rel)
 
 	if (!rel)
 		return;
+	USLAB_ASSERT(!ulock_owned(&os_lock));
 	for (a = rel; a; a = a->next) {
 		/* Give the slot descriptors' pages back (the first page holds the header). */
 		uintptr_t from = ALIGN_UP((uintptr_t)a->slabs, PAGE_SIZE);
@@ -359,7 +377,7 @@ static unsigned int purge_pick(struct slab **v, unsigned int max, size_t max_byt
 	unsigned int n = 0;
 	size_t bytes = 0;
 
-	USLAB_ASSERT(ulock_held(&os_lock));
+	USLAB_ASSERT_HELD(&os_lock);
 	while (n < max && bytes < max_bytes && dirty_bytes) {
 		struct slab *oldest = NULL;
 		struct arena *a;
@@ -410,6 +428,7 @@ static unsigned int purge_due(struct slab **v, uint64_t now)
  */
 static void purge_madvise(struct slab *const *v, unsigned int n)
 {
+	USLAB_ASSERT(!ulock_owned(&os_lock));
 	for (unsigned int i = 0; i < n; i++)
 		madvise(v[i]->base, PAGE_SIZE << v[i]->order, MADV_DONTNEED);
 }
@@ -417,7 +436,7 @@ static void purge_madvise(struct slab *const *v, unsigned int n)
 /* Make purged slots free; detach arenas left idle onto *@rel. Under os_lock. */
 static void purge_done(struct slab *const *v, unsigned int n, struct arena **rel)
 {
-	USLAB_ASSERT(ulock_held(&os_lock));
+	USLAB_ASSERT_HELD(&os_lock);
 	for (unsigned int i = 0; i < n; i++) {
 		struct slab *s = v[i];
 		struct arena *a = arena_of(s->base);
@@ -433,6 +452,57 @@ static void purge_done(struct slab *const *v, unsigned int n, struct arena **rel
 	}
 }
 
+/*
+ * Check level 2, under os_lock: every list and count of the file comment.
+ * Each live arena's slots are used, dirty, purging, free (on a->free) or
+ * fresh, and its counts say how many; dirty_bytes is the size of the dirty
+ * slots; each dirty list is newest first; the registry maps each arena.
+ */
+static void os_check(void)
+{
+#if USLAB_EXPENSIVE
+	size_t dirty = 0, arenas = 0;
+	unsigned long purging_n = 0, npurging = 0;
+	struct slab *s;
+
+	USLAB_ASSERT_HELD(&os_lock);
+	list_for_each_entry(s, &purging, list) {
+		USLAB_ASSERT_EXPENSIVE(s->state == SLAB_PURGING && !s->cache);
+		purging_n++;
+	}
+	for (unsigned int i = 0; i <= OS_MAX_ORDER; i++) {
+		uint64_t newer = UINT64_MAX;
+		unsigned int narenas = 0;
+
+		list_for_each_entry(s, &orders[i].dirty, list) {
+			USLAB_ASSERT_EXPENSIVE(s->state == SLAB_DIRTY && !s->cache &&
+					       s->order == i);
+			USLAB_ASSERT_EXPENSIVE(s->freed_ms <= newer);
+			newer = s->freed_ms;
+			dirty += PAGE_SIZE << i;
+		}
+		for (struct arena *a = orders[i].arenas; a; a = a->next) {
+			unsigned int nfree = 0;
+
+			USLAB_ASSERT_EXPENSIVE(a->order == i && arena_of((void *)a->base) == a);
+			arena_counts(a);
+			for (s = a->free; s; s = s->next) {
+				USLAB_ASSERT_EXPENSIVE(s->state == SLAB_FREE && !s->cache);
+				nfree++;
+			}
+			USLAB_ASSERT_EXPENSIVE(nfree ==
+					       a->nfresh - a->nused - a->npurging - a->ndirty);
+			npurging += a->npurging;
+			narenas++;
+		}
+		USLAB_ASSERT_EXPENSIVE(narenas == orders[i].narenas);
+		arenas += narenas;
+	}
+	USLAB_ASSERT_EXPENSIVE(dirty == dirty_bytes && arenas == live_arenas);
+	USLAB_ASSERT_EXPENSIVE(purging_n == npurging);
+#endif
+}
+
 void os_purge(void)
 {
 	struct slab *v[PURGE_ALL_BATCH];
@@ -442,6 +512,7 @@ void os_purge(void)
 
 	ulock_lock(&os_lock);
 	lists_init();
+	os_check();
 	/* What was retained when called: others' frees meanwhile do not prolong it. */
 	until = now_ms() + 1;
 	for (;;) {
@@ -462,7 +533,7 @@ static struct slab *slot_of_arena(struct arena *a)
 {
 	struct slab *s;
 
-	USLAB_ASSERT(ulock_held(&os_lock));
+	USLAB_ASSERT_HELD(&os_lock);
 	if (a->free) {
 		s = a->free;
 		USLAB_ASSERT(s->state == SLAB_FREE && !s->cache);
@@ -475,6 +546,7 @@ static struct slab *slot_of_arena(struct arena *a)
 		s->order = a->order;
 	}
 	a->nused++;
+	arena_counts(a);
 	s->list.next = s->list.prev = NULL;
 	s->zeroed = 1; /* never used, or its pages went back with MADV_DONTNEED */
 	/* FREE (or fresh) -> NEW */
@@ -489,7 +561,7 @@ static struct slab *slot_take(unsigned int order)
 	struct arena *a;
 	struct slab *s;
 
-	USLAB_ASSERT(ulock_held(&os_lock));
+	USLAB_ASSERT_HELD(&os_lock);
 	if (!list_empty(&o->dirty)) {
 		/* The most recently freed slab: its pages are still warm. */
 		s = list_first_entry(&o->dirty, struct slab, list);
@@ -500,6 +572,7 @@ static struct slab *slot_take(unsigned int order)
 		USLAB_ASSERT(a->ndirty);
 		a->ndirty--;
 		a->nused++;
+		arena_counts(a);
 		s->zeroed = 0;
 		/* DIRTY -> NEW */
 		s->state = SLAB_NEW;
@@ -603,6 +676,8 @@ size_t os_dirty_bytes(void)
 	size_t n;
 
 	ulock_lock(&os_lock);
+	lists_init();
+	os_check();
 	n = dirty_bytes;
 	ulock_unlock(&os_lock);
 	return n;
@@ -630,6 +705,8 @@ size_t os_arena_count(void)
 	size_t n;
 
 	ulock_lock(&os_lock);
+	lists_init();
+	os_check();
 	n = live_arenas;
 	ulock_unlock(&os_lock);
 	return n;

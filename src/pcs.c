@@ -28,8 +28,10 @@
  *
  * Invariants (pcs_check, in USLAB_CHECKS builds): bottom <= top <= limit
  * and all three describe main, or all are NULL with no main; spare is NULL,
- * empty or full, and only present with a main; main->size is stale while
- * main is installed (top - bottom is the truth).
+ * empty or full, and only present with a main; both are sheaves of the
+ * cache the entry is attached to (at check level 2: every object they hold
+ * is in a slab of that cache); main->size is stale while main is installed
+ * (top - bottom is the truth). Sheaves from the barn are full or empty.
  * The thread's own tstate lock is held in the slow paths, so destroy (which
  * drains other threads' sheaves under that lock) and fork see whole states.
  */
@@ -48,17 +50,38 @@ int pcs_bootstrap(void)
 	return 0;
 }
 
+/* Every object of @objs[0..n) is in a slab of @c (check level 2). */
+static bool objs_of_cache(const struct uslab_cache *c, void *const *objs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct slab *s = os_slab_lookup(objs[i]);
+
+		if (!s || READ_ONCE(s->cache) != c)
+			return false;
+	}
+	return true;
+}
+
 /* The invariants of the file comment. */
 static inline void pcs_check(const struct pcs *p)
 {
+	const struct uslab_cache *c = p->cache;
+
 	if (p->main) {
+		USLAB_ASSERT(c && p->main->capacity == c->sheaf_capacity);
 		USLAB_ASSERT(p->hot.bottom == p->main->objs && p->hot.bottom <= p->hot.top);
 		USLAB_ASSERT(p->hot.top <= p->hot.limit &&
 			     p->hot.limit == p->main->objs + p->main->capacity);
+		USLAB_ASSERT_EXPENSIVE(
+			objs_of_cache(c, p->hot.bottom, (size_t)(p->hot.top - p->hot.bottom)));
 	} else {
 		USLAB_ASSERT(!p->hot.top && !p->hot.bottom && !p->hot.limit && !p->spare);
 	}
-	USLAB_ASSERT(!p->spare || !p->spare->size || p->spare->size == p->spare->capacity);
+	if (p->spare) {
+		USLAB_ASSERT(!p->spare->size || p->spare->size == p->spare->capacity);
+		USLAB_ASSERT(p->spare->capacity == c->sheaf_capacity);
+		USLAB_ASSERT_EXPENSIVE(objs_of_cache(c, p->spare->objs, p->spare->size));
+	}
 }
 
 static void pcs_set_main(struct pcs *p, struct sheaf *sh)
@@ -128,6 +151,7 @@ static struct sheaf *pcs_get_empty(struct uslab_cache *c, struct pcs *p)
 {
 	struct sheaf *sh = barn_get_empty(&c->barn);
 
+	USLAB_ASSERT(!sh || (!sh->size && sh->capacity == c->sheaf_capacity));
 	if (!sh) {
 		sh = sheaf_alloc(c);
 		if (sh)
@@ -149,7 +173,10 @@ bool pcs_refill_main(struct uslab_cache *c, struct pcs *p, bool from_slabs)
 	struct sheaf *full, *empty;
 	unsigned int n;
 
+	USLAB_ASSERT(lockdep_held(LOCK_TSTATE));   /* the thread's own (thread.c) */
+	USLAB_ASSERT(p->hot.top == p->hot.bottom); /* main empty or absent */
 	pcs_attach(c, p);
+	pcs_check(p);
 	if (p->spare && p->spare->size) {
 		pcs_swap(p);
 		pcs_stat(p, USLAB_STAT_SHEAF_SWAP, 1);
@@ -159,6 +186,7 @@ bool pcs_refill_main(struct uslab_cache *c, struct pcs *p, bool from_slabs)
 	empty = pcs_detach_main(p);
 	full = barn_replace_empty(&c->barn, &empty);
 	if (full) {
+		USLAB_ASSERT(full->size == full->capacity && full->capacity == c->sheaf_capacity);
 		pcs_stat(p, USLAB_STAT_BARN_GET, 1);
 		if (empty)
 			sheaf_free(c, empty);
@@ -208,7 +236,10 @@ bool pcs_make_room(struct uslab_cache *c, struct pcs *p, bool may_flush)
 	struct sheaf *sh, *full;
 	bool taken;
 
+	USLAB_ASSERT(lockdep_held(LOCK_TSTATE));  /* the thread's own (thread.c) */
+	USLAB_ASSERT(p->hot.top == p->hot.limit); /* main full or absent */
 	pcs_attach(c, p);
+	pcs_check(p);
 	if (!p->main) {
 		sh = pcs_get_empty(c, p);
 		if (!sh)
@@ -230,9 +261,12 @@ bool pcs_make_room(struct uslab_cache *c, struct pcs *p, bool may_flush)
 		}
 	} else {
 		/* Main and spare are full: trade main at the barn. */
+		USLAB_ASSERT(p->spare->size == p->spare->capacity);
 		full = pcs_detach_main(p);
+		USLAB_ASSERT(full->size == full->capacity);
 		full->filler = p;
 		sh = barn_replace_full(&c->barn, full, &taken);
+		USLAB_ASSERT(!sh || (taken && !sh->size && sh->capacity == c->sheaf_capacity));
 		if (taken) {
 			pcs_stat(p, USLAB_STAT_BARN_PUT, 1);
 			if (!sh)
@@ -366,8 +400,11 @@ void pcs_drain(struct pcs *p)
 	struct pcs_events *e;
 	struct sheaf *sh[2];
 
+	/* The owner's lock, held by it, by destroy or by fork (thread.c). */
+	USLAB_ASSERT(lockdep_held(LOCK_TSTATE));
 	if (!c)
 		return;
+	pcs_check(p);
 	sh[0] = pcs_detach_main(p);
 	sh[1] = p->spare;
 	p->spare = NULL;

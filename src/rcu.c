@@ -181,6 +181,20 @@ enum block_src {
 	FROM_RESERVE,	  /* any spare block */
 };
 
+/* The pool: npool blocks (the list walked at check level 2), at most RCU_POOL_MAX. */
+static void pool_check(void)
+{
+	USLAB_ASSERT_HELD(&R.pool_lock);
+	USLAB_ASSERT(R.npool <= RCU_POOL_MAX && !R.pool == !R.npool);
+#if USLAB_EXPENSIVE
+	unsigned int k = 0;
+
+	for (struct rcu_block *b = R.pool; b; b = b->next)
+		k++;
+	USLAB_ASSERT_EXPENSIVE(k == R.npool);
+#endif
+}
+
 static struct rcu_block *block_get(enum block_src src)
 {
 	unsigned int floor = src == FROM_RESERVE ? 0 : RCU_RESERVE;
@@ -189,6 +203,7 @@ static struct rcu_block *block_get(enum block_src src)
 	if (fault_injected() && src != FROM_RESERVE)
 		floor = UINT32_MAX;
 	ulock_lock(&R.pool_lock);
+	pool_check();
 	if (R.npool > floor && R.npool != 0) {
 		b = R.pool;
 		R.pool = b->next;
@@ -213,6 +228,7 @@ static void block_put(struct rcu_block *b)
 		R.npool++;
 		b = NULL;
 	}
+	pool_check();
 	ulock_unlock(&R.pool_lock);
 	if (b)
 		cache_free_direct(&block_cache, b);
@@ -231,6 +247,7 @@ static void pool_fill(void)
 			R.pool = b;
 			R.npool++;
 		}
+		pool_check();
 		ulock_unlock(&R.pool_lock);
 		if (!b)
 			break;
@@ -245,6 +262,9 @@ static void block_publish(struct rcu_block *b)
 	uint32_t old = __atomic_exchange_n(&b->taken, TAKEN_ALL, __ATOMIC_ACQ_REL);
 	struct rcu_block *head = atomic_load_explicit(&R.queue, memory_order_relaxed);
 
+	/* Published once; the monitor claimed [0, old) of its n entries. */
+	USLAB_ASSERT(old != TAKEN_ALL && old <= __atomic_load_n(&b->n, __ATOMIC_RELAXED));
+	USLAB_ASSERT(__atomic_load_n(&b->n, __ATOMIC_RELAXED) <= RCU_BLOCK_CAP);
 	b->start = old;
 	rstat(queued, __atomic_load_n(&b->n, __ATOMIC_RELAXED) - old);
 	/* Counted before it is visible: the monitor may free it before we return. */
@@ -299,14 +319,22 @@ static void drain_heads(struct rcu_head *h)
 /* After the grace period: free every object of a batch, recycle its blocks. */
 static void drain_batch(struct rcu_block *batch, unsigned long nb)
 {
+	unsigned long k = 0, was;
+
 	for (struct rcu_block *b = batch, *next; b; b = next) {
 		uint32_t n = __atomic_load_n(&b->n, __ATOMIC_ACQUIRE);
 
+		USLAB_ASSERT(b->start <= n && n <= RCU_BLOCK_CAP);
 		next = b->next;
 		free_after_gp(n - b->start, b->ptrs + b->start);
 		block_put(b);
+		k++;
 	}
-	atomic_fetch_sub(&R.inflight, nb); /* gp.c wakes throttled threads */
+	/* Every block of the batch is counted in flight since it was queued. */
+	USLAB_ASSERT(k == nb);
+	was = atomic_fetch_sub(&R.inflight, nb); /* gp.c wakes throttled threads */
+	USLAB_ASSERT(was >= nb);
+	(void)was;
 }
 
 /*
@@ -319,12 +347,15 @@ static struct rcu_block *steal(struct rcu_tls *t, bool all)
 	struct rcu_block *b = __atomic_load_n(&t->cur, __ATOMIC_ACQUIRE), *dst;
 	uint32_t tk, n;
 
+	USLAB_ASSERT_HELD(&R.list_lock);
+	USLAB_ASSERT(t->listed && !t->exited);
 	if (!b)
 		return NULL;
 	tk = __atomic_load_n(&b->taken, __ATOMIC_ACQUIRE);
 	n = __atomic_load_n(&b->n, __ATOMIC_ACQUIRE);
 	if (tk == TAKEN_ALL || n == tk)
 		return NULL;
+	USLAB_ASSERT(tk < n && n <= RCU_BLOCK_CAP);
 	if (!all && !(t->seen == b && t->seen_n > tk)) {
 		t->seen = b; /* look again next period */
 		t->seen_n = n;
@@ -364,6 +395,8 @@ static void *rcu_gather(bool scan, bool all)
 	struct rcu_block *b;
 	unsigned long nq = 0;
 
+	/* The monitor's round (or a barrier round run by its caller). */
+	USLAB_ASSERT(lockdep_held(LOCK_GP_ROUND) && lockdep_depth() == 1);
 	batch.blocks = atomic_exchange(&R.queue, NULL);
 	for (b = batch.blocks; b; b = b->next)
 		nq++;
@@ -401,6 +434,12 @@ static void *rcu_gather(bool scan, bool all)
 		atomic_fetch_sub(&R.queued_blocks, nq);
 	if (!batch.blocks && !batch.heads)
 		return NULL;
+#if USLAB_EXPENSIVE
+	nq = 0;
+	for (b = batch.blocks; b; b = b->next)
+		nq++;
+	USLAB_ASSERT_EXPENSIVE(nq == batch.nb);
+#endif
 	rstat(blocks, batch.nb);
 	rstat(batches, 1);
 	return &batch;
@@ -411,6 +450,7 @@ static void rcu_drain(void *arg)
 {
 	struct rcu_batch *bt = arg;
 
+	USLAB_ASSERT(bt == &batch && lockdep_held(LOCK_GP_ROUND));
 	drain_batch(bt->blocks, bt->nb);
 	drain_heads(bt->heads);
 }
@@ -463,6 +503,7 @@ static void rcu_init_once(void)
  */
 static int rcu_thread_start(void)
 {
+	USLAB_ASSERT(!lockdep_depth());
 	if (usl_init())
 		return -1;
 	pthread_once(&rcu_once, rcu_init_once);
@@ -503,6 +544,8 @@ static bool orphan_free(void *obj)
 	bool ok = true;
 
 	ulock_lock(&R.hq_lock);
+	/* Only threads whose key destructor ran; a full orphan is published. */
+	USLAB_ASSERT(rt.exited && (!R.orphan || R.orphan->n <= RCU_BLOCK_CAP));
 	if (R.orphan && R.orphan->n == RCU_BLOCK_CAP) {
 		full = R.orphan;
 		R.orphan = NULL;

@@ -9,7 +9,8 @@
  * (sheaf_flush) and prefetches the objects of one taken from the barn.
  *
  * Invariant: 0 <= size <= capacity, and capacity is the capacity of its
- * cache (checked in USLAB_CHECKS builds).
+ * cache, one of sheaf_caps (checked in USLAB_CHECKS builds where sheaves
+ * are allocated, flushed and freed).
  */
 #include <stdio.h>
 #include <string.h>
@@ -59,6 +60,7 @@ unsigned int sheaf_capacity_for(unsigned int size, unsigned int requested)
 
 static struct uslab_cache *sheaf_cache_of(unsigned int capacity)
 {
+	USLAB_ASSERT(capacity);
 	for (int i = 0; i < SHEAF_CLASSES; i++)
 		if (sheaf_caps[i] == capacity)
 			return sheaf_caches[i];
@@ -80,7 +82,7 @@ struct sheaf *sheaf_alloc(struct uslab_cache *c)
 
 void sheaf_free(struct uslab_cache *c, struct sheaf *sh)
 {
-	(void)c;
+	USLAB_ASSERT(sh->size <= sh->capacity && sh->capacity == c->sheaf_capacity);
 	cache_free_direct(sheaf_cache_of(sh->capacity), sh);
 }
 
@@ -106,6 +108,8 @@ void sheaf_prefetch(struct sheaf *sh)
 	 * third of the throughput or less (doc/tuning.md, USLAB_PREFETCH).
 	 */
 	uint32_t n = sh->size < usl_opt.prefetch ? sh->size : usl_opt.prefetch;
+
+	USLAB_ASSERT(sh->size <= sh->capacity);
 
 	for (uint32_t i = sh->size; i-- > sh->size - n;)
 		__builtin_prefetch(sh->objs[i], 1, 3);

@@ -23,6 +23,11 @@
  * slow paths only; the fast path does not (other threads touch a table
  * only to drain a cache that the program promised not to use
  * concurrently, or after fork).
+ *
+ * Invariants: a state is on the live list or in the pool, never both;
+ * max_id <= USLAB_MAX_CACHES and no entry above max_id is attached to a
+ * cache; entry 0 and the shared table stay zero (at check level 2 the
+ * whole shared table is compared with zeros whenever a thread starts).
  */
 #include <pthread.h>
 #include <string.h>
@@ -61,15 +66,33 @@ static pthread_key_t exit_key;
 /* Put @st in the pool. Under threads_lock. */
 static void pool_put(struct tstate *st)
 {
+	USLAB_ASSERT_HELD(&threads_lock);
+	USLAB_ASSERT(!st->link.next); /* off the live list (list_del clears it) */
 	st->pool_next = pool;
 	pool = st;
 }
 
-/* Drain every cache of @st. Called with st->lock held (or in the child of a fork). */
+/* Entries [from, PCS_ENTRIES) of table @t are all zeros (check level 2). */
+static bool table_zero(const struct pcs *t, unsigned int from)
+{
+	static const struct pcs zero;
+
+	for (unsigned int id = from; id < PCS_ENTRIES; id++)
+		if (memcmp(&t[id], &zero, sizeof(zero)))
+			return false;
+	return true;
+}
+
+/* Drain every cache of @st. Called with st->lock held. */
 static void tstate_drain(struct tstate *st)
 {
-	for (unsigned int id = 1; id <= st->max_id; id++)
+	USLAB_ASSERT_HELD(&st->lock);
+	USLAB_ASSERT(st->max_id <= USLAB_MAX_CACHES);
+	for (unsigned int id = 1; id <= st->max_id; id++) {
 		pcs_drain(&st->table[id]);
+		USLAB_ASSERT(!st->table[id].cache && !st->table[id].main);
+	}
+	USLAB_ASSERT_EXPENSIVE(!memcmp(&st->table[0], &dummy_table[0], sizeof(struct pcs)));
 	st->max_id = 0;
 }
 
@@ -112,6 +135,9 @@ static struct tstate *thread_install(void)
 			return NULL;
 	}
 	ulock_setup(&st->lock, LOCK_TSTATE);
+	/* New, or drained in the pool: every entry zero, and the shared table's. */
+	USLAB_ASSERT(!st->max_id);
+	USLAB_ASSERT_EXPENSIVE(table_zero(st->table, 0) && table_zero(dummy_table, 0));
 	st->max_id = 0;
 	if (pthread_setspecific(exit_key, st)) {
 		ulock_lock(&threads_lock);
@@ -163,12 +189,17 @@ bool thread_started(void)
 
 void thread_note_id(int id)
 {
+	/* Under the thread's own lock (pcs_attach); id 0 is never attached. */
+	USLAB_ASSERT(tls_state && ulock_owned(&tls_state->lock));
+	USLAB_ASSERT(id > 0 && id <= USLAB_MAX_CACHES);
 	if ((unsigned int)id > tls_state->max_id)
 		tls_state->max_id = (unsigned int)id;
 }
 
+/* Slow paths only, of a thread with a state (thread_start_self). */
 void thread_lock_self(void)
 {
+	USLAB_ASSERT(tls_state && uslab_priv_pcs_table == (char *)tls_state->table);
 	ulock_lock(&tls_state->lock);
 }
 
@@ -182,6 +213,8 @@ void thread_drain_cache(struct uslab_cache *c)
 {
 	struct tstate *st;
 
+	USLAB_ASSERT_HELD(&caches_lock);
+	USLAB_ASSERT(c->id > 0);
 	ulock_lock(&threads_lock);
 	list_for_each_entry(st, &threads, link) {
 		ulock_lock(&st->lock);
@@ -288,12 +321,17 @@ void thread_fork_child(void)
 	list_for_each_entry(st, &threads, link) {
 		ulock_init(&st->lock);
 	}
+	/* Alone now: the locks only keep the assertions of the drain true. */
+	ulock_lock(&threads_lock);
 	list_for_each_safe(pos, tmp, &threads) {
 		st = list_entry(pos, struct tstate, link);
 		if (st == tls_state)
 			continue;
+		ulock_lock(&st->lock);
 		tstate_drain(st);
+		ulock_unlock(&st->lock);
 		list_del(&st->link);
 		pool_put(st);
 	}
+	ulock_unlock(&threads_lock);
 }

@@ -8,6 +8,11 @@
  *                     rank while holding a higher one is a BUG (before it
  *                     can deadlock); the same ranks in order, and the same
  *                     rank twice (fork takes every node lock), are not.
+ *   owned             in USLAB_CHECKS builds, ulock_owned() is true for the
+ *                     thread holding the lock and false for another thread
+ *                     (for which ulock_held() is true), also beyond
+ *                     LOCKDEP_DEPTH locks held; unlocking a lock the
+ *                     thread does not hold is a BUG.
  */
 #include <pthread.h>
 
@@ -76,9 +81,65 @@ static void order_checked(void)
 #endif
 }
 
+#ifdef USLAB_CHECKS
+#define NMANY (LOCKDEP_DEPTH + 8)
+static struct ulock many[NMANY];
+
+static void *other_thread(void *arg)
+{
+	struct ulock *l = arg;
+
+	/* Somebody holds it, not this thread. */
+	return (void *)(uintptr_t)(ulock_held(l) && !ulock_owned(l) && !lockdep_depth());
+}
+
+static void not_mine(void *arg)
+{
+	(void)arg;
+	ulock_unlock(&node_b); /* never locked */
+}
+#endif
+
+static void owned(void)
+{
+#ifdef USLAB_CHECKS
+	pthread_t t;
+	void *ok;
+
+	CHECK(!ulock_owned(&node_a), "not held: not owned");
+	ulock_lock(&node_a);
+	CHECK(ulock_owned(&node_a) && !ulock_owned(&node_b), "held: owned, the other not");
+	CHECK(!pthread_create(&t, NULL, other_thread, &node_a) && !pthread_join(t, &ok), "thread");
+	CHECK(ok, "another thread sees it held, not owned");
+	ulock_unlock(&node_a);
+	CHECK(!ulock_owned(&node_a) && !lockdep_depth(), "released: not owned, depth 0");
+
+	/* Deeper than the record (fork takes a lock per cache). */
+	for (unsigned int i = 0; i < NMANY; i++) {
+		ulock_setup(&many[i], LOCK_NODE);
+		ulock_lock(&many[i]);
+	}
+	CHECK(lockdep_depth() == NMANY, "depth %u", lockdep_depth());
+	for (unsigned int i = 0; i < NMANY; i++)
+		CHECK(ulock_owned(&many[i]), "lock %u of %d owned", i, NMANY);
+	CHECK(!ulock_owned(&node_a), "one not taken is not");
+	for (unsigned int i = 0; i < NMANY; i++)
+		ulock_unlock(&many[i]);
+	CHECK(!lockdep_depth() && !lockdep_held(LOCK_NODE), "all released");
+
+	CHECK(expect_death(
+		      not_mine, NULL,
+		      "uslab: BUG -: unlock of a lock of rank 10 that this thread does not hold"),
+	      "unlock of a lock not held reported");
+#else
+	printf("   (lock records compiled out: USLAB_CHECKS is off in this build)\n");
+#endif
+}
+
 int main(void)
 {
 	RUN(mutual_exclusion);
 	RUN(order_checked);
+	RUN(owned);
 	return 0;
 }
