@@ -64,6 +64,8 @@ static void do_init(void)
 	options_init();
 	err = cache_bootstrap();
 	if (!err)
+		err = kmalloc_bootstrap();
+	if (!err)
 		err = sheaf_bootstrap();
 	if (!err)
 		err = pcs_bootstrap();

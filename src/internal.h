@@ -8,24 +8,27 @@
  *
  *   1  os         os.c        arenas, the address registry, memory to the OS
  *   2  slab       slab.c      one slab: free pointers, carving, freelists
+ *      geometry   slab_geometry.c the shape of a cache's slabs: order,
+ *                             layout, colours (struct slab_geometry)
  *      debug      slab_debug.c the debug tier: per-object state, red
- *                             zones, poison, tracks (slab.c and
- *                             slab_debug.c are one layer)
- *   3  cache      cache.c     struct uslab_cache: layout, node partial list,
+ *                             zones, poison, tracks (slab.c,
+ *                             slab_geometry.c and slab_debug.c are one
+ *                             layer)
+ *   3  cache      cache.c     struct uslab_cache, its node partial list,
  *                             refill and flush in batches, list of caches
  *   4  gp         gp.c        grace-period engine: the monitor thread,
  *                             slabs released after a grace period
  *   5  sheaf      sheaf.c     the sheaf object: alloc, free, flush
  *   6  barn       barn.c      a cache's depot of full and empty sheaves
  *   7  pcs        pcs.c       per-thread sheaves: fast paths, slow paths
- *      thread     thread.c    per-thread tables, thread exit, draining
- *                             (pcs.c and thread.c are one layer)
+ *      thread     thread.c    per-thread tables, cache ids, thread exit,
+ *                             draining (pcs.c and thread.c are one layer)
  *   8  bulk       bulk.c      arrays of objects in and out
  *   9  rcu        rcu.c       kfree_rcu front end: blocks of pointers
  *  10  magazine   magazine.c  caller-owned caches and free batches
  *  11  lifecycle  lifecycle.c create, destroy, shrink, stats: orchestrates
  *  12  kmalloc    kmalloc.c   size classes (caches it creates through
- *                             lifecycle.c) and large objects (cache.c)
+ *                             lifecycle.c) and large objects
  *  13  export     export.c    the statistics a running program shows:
  *                             uslab_stats_print, USLAB_STATS's snapshot
  *      format     export_format.c the tables (shared with uslab-stat)
@@ -106,6 +109,12 @@
  * outermost uslab_* frame (slab_debug.c).
  */
 #define NO_TAIL_CALL(v) __asm__ volatile("" : "+r"(v))
+
+/* The position of the highest bit set, 1-based; 0 for 0 (Linux's fls()). */
+static inline unsigned int fls_uint(unsigned int x)
+{
+	return x ? 32 - __builtin_clz(x) : 0;
+}
 
 #define READ_ONCE(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define WRITE_ONCE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
@@ -246,6 +255,60 @@ struct detached_freelist {
 	uint16_t idx[DF_IDX_MAX]; /* index layouts: the objects' indices */
 };
 
+/*
+ * struct slab_geometry - the shape of a cache's slabs (slab_geometry.c),
+ * fixed at creation. struct uslab_cache embeds it twice over in a union,
+ * as Linux's struct_group(): its members are the cache's own (c->size),
+ * and the whole is c->geo. SLAB_GEOMETRY_MEMBERS is the one list of them.
+ */
+#define SLAB_GEOMETRY_MEMBERS                                                       \
+	unsigned int size;	    /* stride between objects */                    \
+	unsigned int order;	    /* slabs are 2^order pages */                   \
+	unsigned int objects;	    /* per slab */                                  \
+	unsigned int fp_offset;	    /* FREEPTR: free pointer offset in an object */ \
+	unsigned int colour_off;    /* bytes between two colours */                 \
+	unsigned int meta_off;	    /* ONSLAB: the array's offset in a slab */      \
+	unsigned int meta_bytes;    /* uslab_cache_stats.meta_bytes */              \
+	unsigned int offslab_bytes; /* OFFSLAB: each slab's array block */          \
+	unsigned int leftover;	    /* bytes of a slab no object uses */            \
+	unsigned char layout;	    /* enum uslab_layout, never AUTO */             \
+	unsigned char idx_size;	    /* index layouts: bytes per index (1, 2) */     \
+	unsigned char colours;	    /* first-object offsets used in turn (>= 1) */  \
+	uint64_t recip;		    /* 2^64 / size, rounded up */
+
+struct slab_geometry {
+	SLAB_GEOMETRY_MEMBERS
+};
+
+/* OFFSLAB index arrays come in blocks of 16 << i bytes, up to 4 KiB (larger: refused). */
+#define OFFSLAB_MIN_BYTES 16u
+#define OFFSLAB_MAX_BYTES 4096u
+/* Slab colouring uses at most this many first-object offsets (struct slab.colour). */
+#define SLAB_MAX_COLOURS 16
+
+/*
+ * What slab_geometry_init() lays out: @object_size bytes asked for, @slot
+ * bytes per object before alignment (rounded up to a word; with the debug
+ * tier's red zones and metadata), @align, @obj_off (the object's offset in
+ * its slot), slabs up to 2^@max_order pages, @layout (enum uslab_layout,
+ * AUTO: chosen), @bound (a constructor or TYPESAFE_BY_RCU: no byte of a
+ * free object may be written), @internal (uslab's own caches: never
+ * OFFSLAB, USLAB_LAYOUT not applied).
+ */
+struct slab_geometry_req {
+	unsigned int object_size;
+	size_t slot;
+	size_t align;
+	unsigned int obj_off;
+	unsigned int max_order;
+	unsigned int layout;
+	bool bound;
+	bool internal;
+};
+
+INTERNAL int slab_geometry_init(struct slab_geometry *g, const struct slab_geometry_req *r);
+INTERNAL unsigned int get_order(size_t size);
+
 INTERNAL void *fp_get(const struct uslab_cache *c, const void *obj);
 INTERNAL void fp_set(const struct uslab_cache *c, void *obj, void *next);
 INTERNAL void slab_setup(struct uslab_cache *c, struct slab *s, void *offslab);
@@ -319,8 +382,6 @@ struct barn {
 #define CACHE_FAILSLAB 0x10000000u /* USLAB_FAILSLAB selects it (failslab.c) */
 /* Slab order limit of kmalloc classes: every class wastes at most 1/8 of a slab. */
 #define KMALLOC_MAX_ORDER 6
-/* Slab colouring uses at most this many first-object offsets (struct slab.colour). */
-#define SLAB_MAX_COLOURS 16
 /* The debug tier's flags (slab_debug.c). */
 #define DEBUG_FLAGS (USLAB_CONSISTENCY_CHECKS | USLAB_RED_ZONE | USLAB_POISON | USLAB_STORE_USER)
 /* struct uslab_cache.debug: running on valgrind, objects told to memcheck (no public flag). */
@@ -337,18 +398,15 @@ struct uslab_cache {
 	unsigned int magic;	     /* CACHE_MAGIC_LIVE while the cache exists */
 	unsigned int flags;
 	unsigned int object_size; /* size asked for */
-	unsigned int size;	  /* stride between objects */
 	unsigned int align;
-	unsigned int fp_offset; /* FREEPTR: free pointer offset in an object */
-	unsigned int order;
-	unsigned int objects;	     /* per slab */
-	unsigned char layout;	     /* enum uslab_layout, never AUTO */
-	unsigned char idx_size;	     /* index layouts: bytes per index (1, 2) */
-	unsigned char colours;	     /* first-object offsets used in turn (>= 1) */
+	/* The slabs' shape (slab_geometry.c): c->size, c->order, ... and c->geo. */
+	union {
+		struct {
+			SLAB_GEOMETRY_MEMBERS
+		};
+		struct slab_geometry geo;
+	};
 	unsigned char colour_next;   /* the next slab's colour (racy: a hint) */
-	unsigned int colour_off;     /* bytes between two colours */
-	unsigned int meta_off;	     /* ONSLAB: the array's offset in a slab */
-	unsigned int meta_bytes;     /* uslab_cache_stats.meta_bytes */
 	unsigned int debug;	     /* DEBUG_FLAGS in force (slab_debug.c), 0: none */
 	unsigned int obj_off;	     /* debug: an object's offset in its slot (left red zone) */
 	unsigned int dbg_off;	     /* debug: struct obj_debug at object + dbg_off */
@@ -357,7 +415,6 @@ struct uslab_cache {
 	unsigned int min_partial;
 	unsigned long nr_deferred; /* TYPESAFE_BY_RCU slabs waiting for gp.c */
 	int id;			   /* index of pcs; -1 without sheaves */
-	uint64_t recip;		   /* 2^64 / size, rounded up */
 	uintptr_t secret;	   /* free pointer encoding key */
 	void (*ctor)(void *obj);
 
@@ -386,15 +443,15 @@ INTERNAL struct uslab_cache *cache_new(const char *name, size_t size, size_t ali
 INTERNAL void cache_delete(struct uslab_cache *c);
 INTERNAL void cache_check_live(const struct uslab_cache *c, const char *call);
 INTERNAL unsigned long cache_validate_node(struct uslab_cache *c, void *const *held, size_t nheld);
-INTERNAL int cache_register(struct uslab_cache *c, unsigned int sheaf_capacity);
+INTERNAL void cache_register(struct uslab_cache *c);
 INTERNAL void cache_unregister_locked(struct uslab_cache *c);
 INTERNAL unsigned long cache_release_all(struct uslab_cache *c);
 INTERNAL void cache_list_live(struct uslab_cache *c);
 INTERNAL void cache_for_each(void (*fn)(struct uslab_cache *c, void *arg), void *arg);
 INTERNAL void cache_add_events(struct uslab_cache *c, const uint64_t *ev);
 INTERNAL void cache_node_stats(struct uslab_cache *c, struct uslab_cache_stats *st);
-INTERNAL struct slab *cache_large_alloc(size_t size, size_t align, bool *zeroed);
-INTERNAL void cache_large_free(struct slab *s);
+INTERNAL void cache_slab_add_single(struct uslab_cache *c, struct slab *s);
+INTERNAL void cache_slab_drop_single(struct slab *s);
 
 /* Count one event of the node, under its lock; nothing without USLAB_STATS. */
 #if USLAB_STATS
@@ -536,6 +593,8 @@ INTERNAL void pcs_events_sum(const struct pcs *p, uint64_t *ev);
 INTERNAL int thread_start_self(void);
 INTERNAL bool thread_started(void);
 INTERNAL void thread_note_id(int id);
+INTERNAL int thread_id_attach(struct uslab_cache *c, unsigned int sheaf_capacity);
+INTERNAL void thread_id_detach_locked(struct uslab_cache *c);
 INTERNAL void thread_lock_self(void);
 INTERNAL void thread_unlock_self(void);
 INTERNAL void thread_drain_cache(struct uslab_cache *c);
@@ -579,6 +638,10 @@ INTERNAL extern int rcu_fault_inject; /* test hook: uslab_testing only */
 INTERNAL struct uslab_cache *lifecycle_create(const char *name, size_t size,
 					      const struct uslab_cache_args *args,
 					      unsigned int flags);
+
+/* ---------------------------------------------------------- kmalloc.c */
+
+INTERNAL int kmalloc_bootstrap(void);
 
 /* ---------------------------------------------------------- export.c */
 
