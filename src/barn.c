@@ -19,7 +19,7 @@
  * read without the lock, to skip a trip to an empty barn: they are written
  * with WRITE_ONCE.
  */
-#include "internal.h"
+#include "perthread.h"
 
 void barn_init(struct barn *b, unsigned int max_full, unsigned int max_empty)
 {

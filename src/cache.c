@@ -16,7 +16,7 @@
  *                counters. Never held with the barn lock: a sheaf leaves
  *                the barn before it is flushed.
  *
- * Slab states (struct slab.state, enum slab_state in internal.h):
+ * Slab states (struct slab.state, enum slab_state in os.h):
  *
  *   state    on list      free objects           who may touch it
  *   FREE     os free, or  -                      os.c under os_lock; a
@@ -54,7 +54,8 @@
 #include <sys/random.h>
 #include <x86intrin.h>
 
-#include "internal.h"
+#include "cache.h"
+#include "gp.h" /* gp_defer_slabs(): an exception in base.h */
 
 #define FREE_GROUPS 32
 #define FREE_AHEAD 16 /* slab descriptors prefetched ahead of a free batch */

@@ -15,7 +15,7 @@
  */
 #include <pthread.h>
 
-#include "internal.h"
+#include "front.h"
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_error;

@@ -34,7 +34,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "front.h"
 
 /* The class caches, and their ids for the inline path (0: not created, always empty). */
 static struct uslab_cache *classes[USLAB_KMALLOC_CLASSES];

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "front.h"
 
 /*
  * lifecycle_create - uslab_cache_create() after its checks, with internal

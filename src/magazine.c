@@ -34,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "front.h"
 
 /* ------------------------------------------------------------ create */
 

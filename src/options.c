@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "os.h" /* SLAB_MAX_ORDER */
 
 struct uslab_options usl_opt;
 

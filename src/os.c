@@ -81,7 +81,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#include "internal.h"
+#include "os.h"
 
 #define MAP_ENTRIES (1ul << (VA_BITS - ARENA_SHIFT))
 /* An os call stops adding slabs to its purge batch beyond this many bytes. */

@@ -35,7 +35,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "perthread.h"
 
 struct uslab_cache *events_cache;
 static struct uslab_cache events_cache_store;

@@ -40,7 +40,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "cache.h" /* the cache descriptor they read: an exception in base.h */
 
 static inline uintptr_t fp_key(const struct uslab_cache *c, const void *slot)
 {

@@ -13,7 +13,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "slab.h"
 
 unsigned int get_order(size_t size)
 {

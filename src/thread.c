@@ -27,7 +27,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "internal.h"
+#include "perthread.h"
 #include "list.h"
 
 #define PCS_ENTRIES (USLAB_MAX_CACHES + 1)

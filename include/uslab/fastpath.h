@@ -31,7 +31,7 @@
 /*
  * The one condition for the inline paths (here and in <uslab/magazine.h>):
  * not asked off with USLAB_NO_INLINE, and no sanitizer, detected as gcc
- * and clang announce them. src/internal.h derives its ASan switch from
+ * and clang announce them. src/base.h derives its ASan switch from
  * USLAB_PRIV_ASAN.
  */
 #if defined(__SANITIZE_ADDRESS__)
