@@ -81,8 +81,6 @@ struct slab {
 };
 
 _Static_assert(sizeof(struct slab) == CACHELINE, "a slab descriptor is one cache line");
-_Static_assert(offsetof(struct slab, pcs_id) == USLAB_PRIV_SLAB_PCS_ID, "uslab/kmalloc.h");
-_Static_assert(USLAB_MAX_CACHES < 65536, "a cache id fits struct slab.pcs_id");
 _Static_assert(offsetof(struct slab, next) == offsetof(struct slab, list.next),
 	       "@next is @list.next");
 
@@ -93,6 +91,13 @@ INTERNAL void os_slab_prefetch(const void *p);
 /* User addresses are below 2^VA_BITS; the registry has one entry per 2^ARENA_SHIFT bytes. */
 #define VA_BITS 47
 #define ARENA_GRANULE (1ul << ARENA_SHIFT)
+
+/*
+ * slab_desc - the descriptor of address @a from @e, the non-zero registry
+ * entry of its granule: <uslab/priv.h>'s arithmetic, the one copy, which
+ * the inline kfree runs too (src/abi.c pins the constants it uses).
+ */
+#define slab_desc(a, e) ((struct slab *)(uintptr_t)uslab_priv_slab_desc((a), (e)))
 
 /*
  * os_slab_lookup - the descriptor of the live slab holding @p, or NULL
@@ -113,8 +118,7 @@ static inline struct slab *os_slab_lookup(const void *p)
 	if (!e)
 		return NULL;
 	/* Arenas cover whole granules: the index stays inside the arena's slots. */
-	s = (struct slab *)(e & ~(uintptr_t)(CACHELINE - 1)) +
-	    ((a & (ARENA_GRANULE - 1)) >> (e & (CACHELINE - 1)));
+	s = slab_desc(a, e);
 	if (!__atomic_load_n(&s->cache, __ATOMIC_ACQUIRE))
 		return NULL;
 	return s;

@@ -493,8 +493,7 @@ void uslab_cache_free(struct uslab_cache *c, void *obj)
 	if (unlikely(!c || (a >> VA_BITS) ||
 		     !(e = READ_ONCE(uslab_priv_slab_map[a >> ARENA_SHIFT]))))
 		goto slow;
-	s = (const struct slab *)(e & ~(uintptr_t)(CACHELINE - 1)) +
-	    ((a & (ARENA_GRANULE - 1)) >> (e & (CACHELINE - 1)));
+	s = slab_desc(a, e);
 	if (unlikely(READ_ONCE(s->cache) != c))
 		goto slow;
 	pcs_push(c, obj);

@@ -65,10 +65,7 @@ struct pcs {
 	struct pcs_events *events; /* slow-path counters, lazily allocated */
 } CACHELINE_ALIGNED;
 
-_Static_assert(sizeof(struct uslab_priv_pcs) + sizeof(void *) == CACHELINE,
-	       "the fast path's fields fill the first cache line of a pcs");
 _Static_assert(sizeof(struct pcs) == 2 * CACHELINE, "a pcs is two cache lines");
-_Static_assert(sizeof(struct pcs) == 1u << USLAB_PRIV_PCS_SHIFT, "uslab/kmalloc.h: pcs of id");
 
 struct pcs_events {
 	uint64_t ev[USLAB_STAT_NR_ITEMS];
