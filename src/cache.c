@@ -658,71 +658,8 @@ void cache_add_events(struct uslab_cache *c, const uint64_t *ev)
 #endif
 }
 
-/* Whether @obj is among @held[0..n), sorted by address. */
-static bool held_has(void *const *held, size_t n, const void *obj)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (held[mid] == obj)
-			return true;
-		if ((uintptr_t)held[mid] < (uintptr_t)obj)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return false;
-}
-
 /* One problem found by validate: a line on stderr, counted. */
 #define bad(c, fmt, ...) (usl_warn("validate %s: " fmt, (c)->name, __VA_ARGS__), errors++)
-
-/*
- * The free objects of partial slab @s, checked: each in the used range on
- * an object boundary, listed once, not also in a sheaf (@held, sorted).
- * @seen: a bitmap of c->objects bits, cleared here. Return: errors found.
- */
-static unsigned long validate_slab(struct uslab_cache *c, struct slab *s, uint64_t *seen,
-				   void *const *held, size_t nheld)
-{
-	char *first = slab_first_object(c, s);
-	unsigned long errors = 0;
-	void *obj = s->freelist;
-
-	memset(seen, 0, ALIGN_UP((unsigned int)s->objects, 64u) / 8);
-	for (unsigned int i = 0; i < s->nfree; i++) {
-		unsigned int idx;
-
-		if (c->layout == USLAB_LAYOUT_FREEPTR) {
-			idx = slab_object_index(c, s, obj);
-		} else {
-			idx = slab_index_at(c, s, i);
-			obj = first + (size_t)idx * c->size;
-		}
-		if (idx >= s->bump) {
-			bad(c,
-			    "slab %p: free object %u of %u is %p, not one of its objects handed out",
-			    (void *)s->base, i, s->nfree, obj);
-			break; /* a broken chain cannot be followed */
-		}
-		if (seen[idx / 64] & (1ull << (idx % 64))) {
-			bad(c, "slab %p: object %p is free twice (double free)", (void *)s->base,
-			    obj);
-			break; /* (a FREEPTR chain loops here) */
-		}
-		seen[idx / 64] |= 1ull << (idx % 64);
-		if (held_has(held, nheld, obj))
-			bad(c, "object %p is free in slab %p and in a sheaf (double free)", obj,
-			    (void *)s->base);
-		if (c->layout == USLAB_LAYOUT_FREEPTR)
-			obj = fp_get(c, obj);
-	}
-	if (c->layout == USLAB_LAYOUT_FREEPTR && !errors && obj)
-		bad(c, "slab %p: freelist longer than its count %u", (void *)s->base, s->nfree);
-	return errors;
-}
 
 /*
  * cache_validate_node - check every partial slab's freelist and counts and
@@ -750,7 +687,7 @@ unsigned long cache_validate_node(struct uslab_cache *c, void *const *held, size
 			    (unsigned int)s->state, s->nfree, s->bump, (unsigned int)s->objects);
 			continue;
 		}
-		errors += validate_slab(c, s, seen, held, nheld);
+		errors += slab_validate(c, s, seen, held, nheld);
 		if (c->debug)
 			errors += slab_debug_check_slab(c, s);
 		partial++;

@@ -98,6 +98,8 @@ INTERNAL unsigned int slab_object_index(const struct uslab_cache *c, const struc
 INTERNAL unsigned int slab_index_at(const struct uslab_cache *c, const struct slab *s,
 				    unsigned int i);
 INTERNAL void *slab_object_at(const struct slab *s, const void *p);
+INTERNAL unsigned long slab_validate(struct uslab_cache *c, struct slab *s, uint64_t *seen,
+				     void *const *held, size_t nheld);
 INTERNAL size_t build_detached_freelist(struct uslab_cache *c, size_t n, void **p, size_t start,
 					unsigned int lookahead, struct detached_freelist *df);
 
