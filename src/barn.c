@@ -22,7 +22,7 @@
  * Invariants (barn_check): nr_full <= max_full, nr_empty <= max_empty, and
  * each count is the length of its stack (that one at check level 2).
  */
-#include "internal.h"
+#include "perthread.h"
 
 /* The invariants of the file comment. Lock held. */
 static void barn_check(struct barn *b)

@@ -24,7 +24,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "front.h"
 
 /* The owner counts its bulk calls; uslab_cache_stats() reads them racily. */
 static void count(unsigned long *calls, unsigned long *objs, size_t n)

@@ -1,19 +1,22 @@
 // SPDX-License-Identifier: MIT
 /*
- * cache.c - struct uslab_cache: object layout, slab order, the node
- * partial list, refill and flush of objects in batches, create, destroy,
- * shrink, and the list of all caches.
+ * cache.c - the cache: a struct uslab_cache descriptor (laid out by
+ * slab_geometry.c), its node of slabs (the partial list and its counts),
+ * and objects taken from and returned to those slabs in batches. Also the
+ * list of all caches. Creating, destroying and shrinking one is
+ * lifecycle.c's (above every layer); sheaves and their ids belong to the
+ * per-thread layer (barn.c, pcs.c, thread.c), large objects to kmalloc.c.
  *
  * Locks (ranks in src/lock.h, the one copy of the lock order):
  *
  *   caches_lock  (rank 2, LOCK_CACHES) - the list of caches and the cache
- *                id bitmap; held across create and destroy.
+ *                id bitmap (thread.c's); held across create and destroy.
  *   node->lock   (rank 10, LOCK_NODE) - a cache's partial list, every slab
  *                freelist and bump index of slabs on a list, and the node
  *                counters. Never held with the barn lock: a sheaf leaves
  *                the barn before it is flushed.
  *
- * Slab states (struct slab.state, enum slab_state in internal.h):
+ * Slab states (struct slab.state, enum slab_state in os.h):
  *
  *   state    on list      free objects           who may touch it
  *   FREE     os free, or  -                      os.c under os_lock; a
@@ -28,6 +31,8 @@
  *   NEW -> FULL      refill carved all of it
  *   PARTIAL -> FULL  refill took its whole freelist and the rest of its bump
  *   FULL -> PARTIAL  objects came back (flush, bulk free)
+ *   NEW -> FULL      a one-object slab (kmalloc's large objects) published
+ *   FULL -> FREE     a one-object slab whose object was freed
  *   PARTIAL -> FREE  it became empty while min_partial other slabs are on
  *                    the partial list, or on shrink or destroy; it goes on
  *                    a release chain (linked by ->next) to os_slab_free(),
@@ -49,7 +54,8 @@
 #include <sys/random.h>
 #include <x86intrin.h>
 
-#include "internal.h"
+#include "cache.h"
+#include "gp.h" /* gp_defer_slabs(): an exception in base.h */
 
 #define FREE_GROUPS 32
 #define FREE_AHEAD 16 /* slab descriptors prefetched ahead of a free batch */
@@ -57,72 +63,15 @@
 
 struct ulock caches_lock = ULOCK_INIT_RANK(LOCK_CACHES);
 static struct list_node caches = LIST_HEAD_INIT(caches); /* struct uslab_cache.list */
-static uint64_t id_map[(USLAB_MAX_CACHES + 1 + 63) / 64];
-static struct uslab_cache cache_cache; /* holds struct uslab_cache */
-static struct uslab_cache large_cache; /* owns large objects (cache_large_alloc) */
+static struct uslab_cache cache_cache;			 /* holds struct uslab_cache */
 
-/* ------------------------------------------------------------ layout */
+/* -------------------------------------------------------- descriptor */
 
-static unsigned int fls_uint(unsigned int x)
-{
-	return x ? 32 - __builtin_clz(x) : 0;
-}
-
-static unsigned int get_order(size_t size)
-{
-	unsigned int order = 0;
-
-	while ((PAGE_SIZE << order) < size)
-		order++;
-	return order;
-}
-
-/* The smallest order from @min_order wasting at most 1/@fract of the slab. */
-static unsigned int calc_slab_order(unsigned int size, unsigned int min_order,
-				    unsigned int max_order, unsigned int fract)
-{
-	unsigned int order;
-
-	for (order = min_order; order <= max_order; order++) {
-		size_t slab_size = PAGE_SIZE << order;
-
-		if (slab_size % size <= slab_size / fract)
-			break;
-	}
-	return order;
-}
-
-/*
- * calculate_order - SLUB's rule: at least min_objects = 4 * (fls(nr_cpus) + 1)
- * objects per slab (tunable), the least waste first, orders up to max_order,
- * and beyond that the order that fits one object.
- */
-static int calculate_order(unsigned int size, unsigned int max_order)
-{
-	unsigned int min_objects = usl_opt.min_objects;
-
-	unsigned int max_objects, min_order, order;
-
-	if (!min_objects)
-		min_objects = 4 * (fls_uint(usl_opt.nr_cpus) + 1);
-	max_objects = (PAGE_SIZE << max_order) / size;
-	if (max_objects < 1)
-		max_objects = 1;
-	if (min_objects > max_objects)
-		min_objects = max_objects;
-	min_order = get_order((size_t)min_objects * size);
-	if (min_order < usl_opt.min_order)
-		min_order = usl_opt.min_order;
-	for (unsigned int fract = 16; fract > 1; fract /= 2) {
-		order = calc_slab_order(size, min_order, max_order, fract);
-		if (order <= max_order)
-			return order;
-	}
-	order = get_order(size);
-	if (order < usl_opt.min_order)
-		order = usl_opt.min_order;
-	return order <= SLAB_MAX_ORDER ? (int)order : -EINVAL;
-}
+/* The caches of OFFSLAB index arrays: blocks of 16 << i bytes, i < OFFSLAB_CACHES. */
+#define OFFSLAB_CACHES 9
+_Static_assert(OFFSLAB_MIN_BYTES << (OFFSLAB_CACHES - 1) == OFFSLAB_MAX_BYTES,
+	       "one cache per OFFSLAB array block size");
+static struct uslab_cache offslab_caches[OFFSLAB_CACHES];
 
 /*
  * A kmalloc class keeps at most KMALLOC_KEEP_BYTES of empty slabs (1 to 5):
@@ -153,151 +102,11 @@ static uintptr_t random_secret(void)
 	return v | 1;
 }
 
-/* ------------------------------------------------------ slab layouts */
-
 /*
- * OFFSLAB index arrays come from these caches (sizes 16 << i; OFFSLAB
- * arrays of more than the last are refused).
+ * cache_setup - lay out @c (the alignment its flags and the debug tier
+ * ask for, then slab_geometry_init()) and initialise its descriptor.
+ * Return: 0, or -EINVAL when no layout can serve it.
  */
-#define OFFSLAB_CACHES 9
-static struct uslab_cache offslab_caches[OFFSLAB_CACHES];
-
-/* The largest object count an index (2 bytes) can name. */
-#define IDX_MAX_OBJECTS 65536u
-
-/* What a layout makes of a cache: the fields cache_setup() copies. */
-struct geometry {
-	unsigned int layout, size, order, objects, idx_size, meta_off, meta_bytes, leftover;
-	bool reserved; /* ONSLAB: the array took room from objects */
-	struct uslab_cache *offslab;
-};
-
-static unsigned int idx_size_for(unsigned int objects)
-{
-	return objects <= 256 ? 1 : 2;
-}
-
-/*
- * geometry - lay out a cache of @osize-byte objects (@sz: rounded up to a
- * word, @align) with @layout; @bound: a constructor or TYPESAFE_BY_RCU
- * (no byte of a free object may be written). Return: 0, or -EINVAL when
- * @layout cannot serve the cache.
- */
-static int geometry(unsigned int layout, unsigned int osize, size_t sz, size_t align, bool bound,
-		    unsigned int max_order, struct geometry *g)
-{
-	size_t slab;
-	unsigned int arr;
-	int order;
-
-	memset(g, 0, sizeof(*g));
-	g->layout = layout;
-	if (layout == USLAB_LAYOUT_FREEPTR && bound)
-		sz += sizeof(void *); /* the free pointer after the object */
-	g->size = (unsigned int)ALIGN_UP(sz, align);
-	order = calculate_order(g->size, max_order);
-	if (order < 0)
-		return -EINVAL;
-	g->order = (unsigned int)order;
-	slab = PAGE_SIZE << order;
-	g->objects = (unsigned int)(slab / g->size);
-	g->leftover = (unsigned int)(slab - (size_t)g->objects * g->size);
-	g->meta_bytes = sizeof(struct slab);
-	if (layout == USLAB_LAYOUT_FREEPTR) {
-		if (bound)
-			g->meta_bytes += g->objects * (unsigned int)sizeof(void *);
-		return 0;
-	}
-	if (g->objects > IDX_MAX_OBJECTS)
-		return -EINVAL;
-	g->idx_size = idx_size_for(g->objects);
-	arr = g->objects * g->idx_size;
-	switch (layout) {
-	case USLAB_LAYOUT_OBJFREELIST:
-		/* Seed rule 1: no constructor, and the array fits in one object. */
-		if (bound || arr > osize)
-			return -EINVAL;
-		return 0;
-	case USLAB_LAYOUT_ONSLAB:
-		if (ALIGN_UP(arr, 2) > g->leftover) {
-			/* Reserve room at the slab's end: fewer objects. */
-			g->reserved = true;
-			g->objects = (unsigned int)(slab / (g->size + g->idx_size));
-			g->idx_size = idx_size_for(g->objects);
-			while (g->objects && (size_t)g->objects * g->size +
-							     ALIGN_UP(g->objects * g->idx_size, 2) >
-						     slab)
-				g->objects--;
-			if (!g->objects)
-				return -EINVAL;
-			arr = g->objects * g->idx_size;
-		}
-		g->meta_off = (unsigned int)(slab - ALIGN_UP(arr, 2));
-		g->leftover = g->meta_off - g->objects * g->size;
-		g->meta_bytes += arr;
-		return 0;
-	case USLAB_LAYOUT_OFFSLAB:
-		for (unsigned int i = 0; i < OFFSLAB_CACHES; i++) {
-			if (arr <= 16u << i) {
-				g->offslab = &offslab_caches[i];
-				g->meta_bytes += 16u << i;
-				return 0;
-			}
-		}
-		return -EINVAL;
-	}
-	return -EINVAL;
-}
-
-/* Slab memory per object of a layout (for AUTO's last rule). */
-static double bytes_per_object(const struct geometry *g)
-{
-	return (double)((PAGE_SIZE << g->order) + g->meta_bytes) / g->objects;
-}
-
-/* Rule 1's bound: OFFSLAB's metadata, descriptor included, at most 1/100 of the slab. */
-#define OFFSLAB_AUTO_FRACTION 100
-
-/*
- * choose_layout - AUTO, by SLAB's rules with SLUB's free pointer as a
- * fourth type, in the order measured best (doc/design.md, "Slab layouts"):
- *   1. OFFSLAB when its metadata (descriptor and array block) is at most
- *      1% of the slab: the arrays of many slabs share cache lines, so a
- *      free to a slab costs the least (objects of 256 bytes and more);
- *   2. OBJFREELIST when it can serve (no constructor, not TYPESAFE_BY_RCU,
- *      the index array fits in one object): no memory for metadata;
- *   3. ONSLAB when the array fits in the slab's leftover bytes;
- *   4. FREEPTR when a free object can hold its own free pointer (no
- *      constructor, not TYPESAFE_BY_RCU): an index array would cost
- *      memory, the free pointer costs none (small objects);
- *   5. else the least slab memory per object of ONSLAB with room
- *      reserved, OFFSLAB and FREEPTR (8 bytes after every object).
- */
-static void choose_layout(unsigned int osize, size_t sz, size_t align, bool bound, bool internal,
-			  unsigned int max_order, struct geometry *g)
-{
-	static const unsigned int last[] = { USLAB_LAYOUT_ONSLAB, USLAB_LAYOUT_OFFSLAB,
-					     USLAB_LAYOUT_FREEPTR };
-	struct geometry t;
-
-	/* (Not for uslab's own caches: the OFFSLAB arrays come from some of them.) */
-	if (!internal && !geometry(USLAB_LAYOUT_OFFSLAB, osize, sz, align, bound, max_order, g) &&
-	    (size_t)g->meta_bytes * OFFSLAB_AUTO_FRACTION <= PAGE_SIZE << g->order)
-		return;
-	if (!geometry(USLAB_LAYOUT_OBJFREELIST, osize, sz, align, bound, max_order, g))
-		return;
-	if (!geometry(USLAB_LAYOUT_ONSLAB, osize, sz, align, bound, max_order, g) && !g->reserved)
-		return;
-	geometry(USLAB_LAYOUT_FREEPTR, osize, sz, align, bound, max_order, g);
-	if (!bound)
-		return;
-	for (unsigned int i = 0; i < ARRAY_SIZE(last); i++) {
-		if (!geometry(last[i], osize, sz, align, bound, max_order, &t) &&
-		    bytes_per_object(&t) < bytes_per_object(g))
-			*g = t;
-	}
-}
-
 static int cache_setup(struct uslab_cache *c, const char *name, size_t size, size_t align,
 		       void (*ctor)(void *), unsigned int flags, unsigned int min_partial,
 		       unsigned int layout)
@@ -306,11 +115,7 @@ static int cache_setup(struct uslab_cache *c, const char *name, size_t size, siz
 	size_t a = align > sizeof(void *) ? align : sizeof(void *);
 	bool bound = ctor || (flags & USLAB_TYPESAFE_BY_RCU);
 	unsigned int debug = slab_debug_flags(name, flags, bound);
-	/* kmalloc's large classes need larger slabs to waste little (doc/design.md). */
-	unsigned int max_order = (flags & CACHE_KMALLOC) && usl_opt.max_order < KMALLOC_MAX_ORDER ?
-					 KMALLOC_MAX_ORDER :
-					 usl_opt.max_order;
-	struct geometry g;
+	struct slab_geometry_req r;
 
 	if (flags & USLAB_HWCACHE_ALIGN) {
 		size_t ralign = CACHELINE;
@@ -340,46 +145,30 @@ static int cache_setup(struct uslab_cache *c, const char *name, size_t size, siz
 		sz = slab_debug_layout(c);
 		bound = true;
 	}
-	/* USLAB_LAYOUT stands for AUTO where it can serve (not in uslab's own caches). */
-	if (layout == USLAB_LAYOUT_AUTO && usl_opt.layout && !(flags & CACHE_INTERNAL) &&
-	    !geometry(usl_opt.layout, (unsigned int)size, sz, a, bound, max_order, &g))
-		layout = usl_opt.layout;
-	if (layout == USLAB_LAYOUT_AUTO)
-		choose_layout((unsigned int)size, sz, a, bound, flags & CACHE_INTERNAL, max_order,
-			      &g);
-	else if (layout >= USLAB_LAYOUT_NR ||
-		 geometry(layout, (unsigned int)size, sz, a, bound, max_order, &g))
+	r = (struct slab_geometry_req){
+		.object_size = (unsigned int)size,
+		.slot = sz,
+		.align = a,
+		.obj_off = c->obj_off,
+		/* kmalloc's large classes need larger slabs to waste little (doc/design.md). */
+		.max_order = (flags & CACHE_KMALLOC) && usl_opt.max_order < KMALLOC_MAX_ORDER ?
+				     KMALLOC_MAX_ORDER :
+				     usl_opt.max_order,
+		.layout = layout,
+		.bound = bound,
+		.internal = flags & CACHE_INTERNAL,
+	};
+	if (slab_geometry_init(&c->geo, &r))
 		return -EINVAL;
 
 	snprintf(c->name, sizeof(c->name), "%s", name);
 	c->flags = flags;
 	c->ctor = ctor;
 	c->object_size = (unsigned int)size;
-	/* FREEPTR: in the middle of the object, or after it (never written). */
-	c->fp_offset = bound ? (unsigned int)sz - c->obj_off :
-			       (unsigned int)ALIGN_DOWN(size / 2, sizeof(void *));
-	c->size = g.size;
 	c->align = (unsigned int)a;
-	c->order = g.order;
-	c->objects = g.objects;
-	c->layout = (unsigned char)g.layout;
-	c->idx_size = (unsigned char)g.idx_size;
-	c->meta_off = g.meta_off;
-	c->meta_bytes = g.meta_bytes;
-	c->offslab = g.offslab;
-	/*
-	 * Colours: offsets of the first object, in steps of a cache line or of
-	 * the objects' natural alignment (kmalloc's aligned requests rely on
-	 * it), within the leftover bytes.
-	 */
-	c->colour_off = CACHELINE > (g.size & -g.size) ? CACHELINE : (g.size & -g.size);
-	c->colours = 1;
-	if (usl_opt.colour && g.objects > 1) {
-		unsigned int n = g.leftover / c->colour_off + 1;
-
-		c->colours = (unsigned char)(n < SLAB_MAX_COLOURS ? n : SLAB_MAX_COLOURS);
-	}
-	c->recip = UINT64_MAX / c->size + 1;
+	/* OFFSLAB: the arrays' cache, of blocks of 16 << i bytes. */
+	if (c->offslab_bytes)
+		c->offslab = &offslab_caches[__builtin_ctz(c->offslab_bytes / OFFSLAB_MIN_BYTES)];
 	c->secret = random_secret();
 	c->min_partial = min_partial;
 	if (!c->min_partial)
@@ -401,23 +190,6 @@ static void cache_list_add(struct uslab_cache *c)
 {
 	USLAB_ASSERT_HELD(&caches_lock);
 	list_add(&c->list, &caches);
-}
-
-/* Ids start at 1: pcs entry 0 stays empty in every thread (see sheaf.c). */
-static int id_alloc(void)
-{
-	for (int i = 1; i <= USLAB_MAX_CACHES; i++) {
-		if (!(id_map[i / 64] & (1ull << (i % 64)))) {
-			id_map[i / 64] |= 1ull << (i % 64);
-			return i;
-		}
-	}
-	return -1;
-}
-
-static void id_free(int id)
-{
-	id_map[id / 64] &= ~(1ull << (id % 64));
 }
 
 /*
@@ -446,16 +218,6 @@ int cache_bootstrap(void)
 		err = cache_init_internal(&offslab_caches[i], name, 16u << i);
 		/* Never OFFSLAB themselves (AUTO never makes uslab's own caches OFFSLAB). */
 		USLAB_ASSERT(offslab_caches[i].layout != USLAB_LAYOUT_OFFSLAB);
-	}
-	if (!err)
-		err = cache_init_internal(&large_cache, "kmalloc-large", PAGE_SIZE);
-	if (!err) {
-		/* One object per slab, at its base; order 0 for the free path's page mask. */
-		large_cache.flags |= CACHE_LARGE;
-		large_cache.order = 0;
-		large_cache.objects = 1;
-		large_cache.layout = USLAB_LAYOUT_FREEPTR;
-		large_cache.colours = 1;
 	}
 	return err;
 }
@@ -746,7 +508,7 @@ void cache_free_objects(struct uslab_cache *c, void **p, size_t n, unsigned int 
 			os_slab_prefetch(p[ahead]);
 		i = build_detached_freelist(c, n, p, i, lookahead, &df[nd]);
 		if (unlikely(df[nd].slab && (df[nd].slab->cache->flags & CACHE_LARGE))) {
-			cache_large_free(df[nd].slab); /* one object, its own slab */
+			cache_slab_drop_single(df[nd].slab); /* one object, its own slab */
 			continue;
 		}
 		if (df[nd].slab && ++nd == FREE_GROUPS) {
@@ -935,71 +697,8 @@ void cache_add_events(struct uslab_cache *c, const uint64_t *ev)
 #endif
 }
 
-/* Whether @obj is among @held[0..n), sorted by address. */
-static bool held_has(void *const *held, size_t n, const void *obj)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (held[mid] == obj)
-			return true;
-		if ((uintptr_t)held[mid] < (uintptr_t)obj)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return false;
-}
-
 /* One problem found by validate: a line on stderr, counted. */
 #define bad(c, fmt, ...) (usl_warn("validate %s: " fmt, (c)->name, __VA_ARGS__), errors++)
-
-/*
- * The free objects of partial slab @s, checked: each in the used range on
- * an object boundary, listed once, not also in a sheaf (@held, sorted).
- * @seen: a bitmap of c->objects bits, cleared here. Return: errors found.
- */
-static unsigned long validate_slab(struct uslab_cache *c, struct slab *s, uint64_t *seen,
-				   void *const *held, size_t nheld)
-{
-	char *first = slab_first_object(c, s);
-	unsigned long errors = 0;
-	void *obj = s->freelist;
-
-	memset(seen, 0, ALIGN_UP((unsigned int)s->objects, 64u) / 8);
-	for (unsigned int i = 0; i < s->nfree; i++) {
-		unsigned int idx;
-
-		if (c->layout == USLAB_LAYOUT_FREEPTR) {
-			idx = slab_object_index(c, s, obj);
-		} else {
-			idx = slab_index_at(c, s, i);
-			obj = first + (size_t)idx * c->size;
-		}
-		if (idx >= s->bump) {
-			bad(c,
-			    "slab %p: free object %u of %u is %p, not one of its objects handed out",
-			    (void *)s->base, i, s->nfree, obj);
-			break; /* a broken chain cannot be followed */
-		}
-		if (seen[idx / 64] & (1ull << (idx % 64))) {
-			bad(c, "slab %p: object %p is free twice (double free)", (void *)s->base,
-			    obj);
-			break; /* (a FREEPTR chain loops here) */
-		}
-		seen[idx / 64] |= 1ull << (idx % 64);
-		if (held_has(held, nheld, obj))
-			bad(c, "object %p is free in slab %p and in a sheaf (double free)", obj,
-			    (void *)s->base);
-		if (c->layout == USLAB_LAYOUT_FREEPTR)
-			obj = fp_get(c, obj);
-	}
-	if (c->layout == USLAB_LAYOUT_FREEPTR && !errors && obj)
-		bad(c, "slab %p: freelist longer than its count %u", (void *)s->base, s->nfree);
-	return errors;
-}
 
 /*
  * cache_validate_node - check every partial slab's freelist and counts and
@@ -1027,7 +726,7 @@ unsigned long cache_validate_node(struct uslab_cache *c, void *const *held, size
 			    (unsigned int)s->state, s->nfree, s->bump, (unsigned int)s->objects);
 			continue;
 		}
-		errors += validate_slab(c, s, seen, held, nheld);
+		errors += slab_validate(c, s, seen, held, nheld);
 		if (c->debug)
 			errors += slab_debug_check_slab(c, s);
 		partial++;
@@ -1062,46 +761,24 @@ void cache_node_stats(struct uslab_cache *c, struct uslab_cache_stats *st)
 	ulock_unlock(&n->lock);
 }
 
-/* --------------------------------------------------- large objects */
+/* ------------------------------------------------ one-object slabs */
 
 /*
- * Large objects (kmalloc above its largest class) are slabs of one object
- * owned by large_cache, which has no sheaves: 2^order pages from os.c, the
- * object at the slab's base, its usable size in s->large_size. Their node
- * counts them (nr_slabs = nr_objects = large objects live); free objects
- * do not exist: a freed one goes straight back to os.c.
+ * A slab of one object that is never free (kmalloc's large objects,
+ * kmalloc.c): counted by its cache's node (nr_slabs = nr_objects = such
+ * objects live), published FULL, and given back to os.c as soon as its
+ * object is freed.
  *
- *   NEW -> FULL   cache_large_alloc
- *   FULL -> FREE  cache_large_free, then os_slab_free
+ *   NEW -> FULL   cache_slab_add_single
+ *   FULL -> FREE  cache_slab_drop_single, then os_slab_free
  */
 
-/*
- * cache_large_alloc - a large object of @size bytes (usable: rounded up
- * to a page), aligned to @align (a power of two up to ARENA_GRANULE).
- * @zeroed: set when the object reads as zeros (fresh or purged pages).
- * Return: its slab (the object at s->base); NULL with errno ENOMEM.
- */
-struct slab *cache_large_alloc(size_t size, size_t align, bool *zeroed)
+/* Count @s (NEW, its one object handed out) in @c's node and publish it FULL. */
+void cache_slab_add_single(struct uslab_cache *c, struct slab *s)
 {
-	size_t bytes = ALIGN_UP(size, PAGE_SIZE);
-	unsigned int order = get_order(bytes > align ? bytes : align);
-	struct node *n = &large_cache.node;
-	struct slab *s;
+	struct node *n = &c->node;
 
-	USLAB_ASSERT(size && size <= (PAGE_SIZE << OS_MAX_ORDER) && align <= (1ul << ARENA_SHIFT));
-	s = os_slab_alloc(order);
-	if (!s)
-		return NULL;
-	USLAB_ASSERT(s->state == SLAB_NEW && !s->cache);
-	s->freelist = NULL;
-	s->nfree = 0;
-	s->bump = s->objects = 1;
-	s->colour = 0;
-	s->pcs_id = 0; /* no sheaves: kfree goes to the slow path */
-	*zeroed = s->zeroed;
-	s->large_size = bytes;
-	/* Beyond the usable size: an ASan report, as past any object. */
-	asan_poison(s->base + bytes, (PAGE_SIZE << order) - bytes);
+	USLAB_ASSERT(s->state == SLAB_NEW && !s->cache && s->objects == 1);
 	ulock_lock(&n->lock);
 	n->nr_slabs++;
 	n->nr_objects++;
@@ -1109,16 +786,15 @@ struct slab *cache_large_alloc(size_t size, size_t align, bool *zeroed)
 	ulock_unlock(&n->lock);
 	/* NEW -> FULL */
 	s->state = SLAB_FULL;
-	__atomic_store_n(&s->cache, &large_cache, __ATOMIC_RELEASE);
-	return s;
+	__atomic_store_n(&s->cache, c, __ATOMIC_RELEASE);
 }
 
-/* Give a large object's slab back to os.c (FULL -> FREE). */
-void cache_large_free(struct slab *s)
+/* Give a one-object slab back to os.c, its object freed (FULL -> FREE). */
+void cache_slab_drop_single(struct slab *s)
 {
-	struct node *n = &large_cache.node;
+	struct node *n = &s->cache->node;
 
-	USLAB_ASSERT(s->cache == &large_cache && s->state == SLAB_FULL);
+	USLAB_ASSERT(s->cache->objects == 1 && s->state == SLAB_FULL);
 	ulock_lock(&n->lock);
 	USLAB_ASSERT(n->nr_slabs && n->nr_objects);
 	n->nr_slabs--;
@@ -1206,36 +882,18 @@ NO_SANITIZE_ADDRESS void cache_check_live(const struct uslab_cache *c, const cha
 		usl_bug(NULL, c, "%s of a destroyed cache (or not a cache)", call);
 }
 
-/*
- * cache_register - put @c on the list of caches; with @sheaf_capacity,
- * give it an id (its pcs entry in every thread's table).
- * Return: 0, or -ENOSPC when all USLAB_MAX_CACHES ids are taken.
- */
-int cache_register(struct uslab_cache *c, unsigned int sheaf_capacity)
+/* Put @c on the list of caches (its id, if it has sheaves, given already). */
+void cache_register(struct uslab_cache *c)
 {
 	ulock_lock(&caches_lock);
-	if (sheaf_capacity) {
-		int id = id_alloc();
-
-		if (id < 0) {
-			ulock_unlock(&caches_lock);
-			return -ENOSPC;
-		}
-		c->id = id;
-		c->hot.pcs_off = (size_t)id * sizeof(struct pcs);
-		c->sheaf_capacity = sheaf_capacity;
-	}
 	cache_list_add(c);
 	ulock_unlock(&caches_lock);
-	return 0;
 }
 
-/* Take @c off the list and free its id. Under caches_lock. */
+/* Take @c off the list. Under caches_lock. */
 void cache_unregister_locked(struct uslab_cache *c)
 {
 	USLAB_ASSERT_HELD(&caches_lock);
-	if (c->id > 0)
-		id_free(c->id);
 	list_del(&c->list);
 }
 

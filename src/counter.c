@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "base.h"
 
 /* A thread's table, on the registry while the thread lives. */
 struct ctable {
@@ -356,10 +356,6 @@ uint64_t(uslab_idgen_next)(struct uslab_idgen *g)
  * (their deltas still count in sums; nothing frees them: those threads do
  * not exist here).
  */
-INTERNAL void counter_fork_prepare(void); /* (declared in init.c too, their one caller) */
-INTERNAL void counter_fork_parent(void);
-INTERNAL void counter_fork_child(void);
-
 void counter_fork_prepare(void)
 {
 	pthread_mutex_lock(&reg_lock);

@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "cache.h" /* the cache named in a report */
 
 static void write_line(const char *buf, int len)
 {

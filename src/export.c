@@ -29,8 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
-/* (After internal.h, which sets how <uslab.h> is read inside the library.) */
+#include "front.h"
+/* (After front.h, which sets how <uslab.h> is read inside the library.) */
 #include "export.h"
 
 static struct export_header *map; /* the file, EXPORT_MAX_ROWS rows long */

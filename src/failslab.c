@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "cache.h" /* CACHE_INTERNAL, CACHE_LARGE */
 
 static struct {
 	bool on;

@@ -50,7 +50,7 @@
 
 #include <urcu/urcu-memb.h>
 
-#include "internal.h"
+#include "gp.h"
 
 #define GP_RETRY_MS 100 /* between attempts to start the monitor */
 

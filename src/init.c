@@ -16,16 +16,11 @@
  */
 #include <pthread.h>
 
-#include "internal.h"
+#include "front.h"
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_error;
 static __thread bool tls_starting; /* this thread runs do_init() */
-
-/* counter.c's handlers (a service of the library, called only from here). */
-INTERNAL void counter_fork_prepare(void);
-INTERNAL void counter_fork_parent(void);
-INTERNAL void counter_fork_child(void);
 
 static void fork_prepare(void)
 {
@@ -72,6 +67,8 @@ static void do_init(void)
 	tls_starting = true;
 	options_init();
 	err = cache_bootstrap();
+	if (!err)
+		err = kmalloc_bootstrap();
 	if (!err)
 		err = sheaf_bootstrap();
 	if (!err)

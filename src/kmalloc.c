@@ -2,7 +2,7 @@
 /*
  * kmalloc.c - memory of any size (the kernel's kmalloc): 80 size classes,
  * each an ordinary cache named kmalloc-<size>, and large objects, each a
- * slab of its own from os.c (cache.c's large_cache). The classes and their
+ * slab of its own from os.c (large_cache, below). The classes and their
  * waste are in <uslab/kmalloc.h> and doc/design.md.
  *
  * Fast paths (inline in the caller, <uslab/kmalloc.h>; the same code below
@@ -29,12 +29,12 @@
  *
  * Layer: above lifecycle.c (it creates its caches with lifecycle_create(),
  * as create_kmalloc_caches() uses the common create path); below it only
- * the layers' public calls and cache.c's large objects.
+ * the layers' public calls, and cache.c's one-object slabs for large objects.
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "front.h"
 
 /* The class caches, and their ids for the inline path (0: not created, always empty). */
 static struct uslab_cache *classes[USLAB_KMALLOC_CLASSES];
@@ -181,6 +181,62 @@ static size_t boot_size(const void *p)
 
 /* ------------------------------------------------------------- large */
 
+/*
+ * Large objects (above the largest class) are slabs of one object owned by
+ * large_cache, which has no sheaves: 2^order pages from os.c, the object
+ * at the slab's base, its usable size in s->large_size. Its node counts
+ * them (cache.c's one-object slabs: nr_slabs = nr_objects = large objects
+ * live); free objects do not exist: a freed one goes straight back to
+ * os.c (cache_slab_drop_single(), also from a kfree_bulk array).
+ */
+static struct uslab_cache large_cache;
+
+/* Start-up (init.c): the large objects' cache, after cache_bootstrap(). */
+int kmalloc_bootstrap(void)
+{
+	int err = cache_init_internal(&large_cache, "kmalloc-large", PAGE_SIZE);
+
+	if (!err) {
+		/* One object per slab, at its base; order 0 for the free path's page mask. */
+		large_cache.flags |= CACHE_LARGE;
+		large_cache.order = 0;
+		large_cache.objects = 1;
+		large_cache.layout = USLAB_LAYOUT_FREEPTR;
+		large_cache.colours = 1;
+	}
+	return err;
+}
+
+/*
+ * large_slab_alloc - a large object of @size bytes (usable: rounded up
+ * to a page), aligned to @align (a power of two up to ARENA_GRANULE).
+ * @zeroed: set when the object reads as zeros (fresh or purged pages).
+ * Return: its slab (the object at s->base); NULL with errno ENOMEM.
+ */
+static struct slab *large_slab_alloc(size_t size, size_t align, bool *zeroed)
+{
+	size_t bytes = ALIGN_UP(size, PAGE_SIZE);
+	unsigned int order = get_order(bytes > align ? bytes : align);
+	struct slab *s;
+
+	USLAB_ASSERT(size && size <= (PAGE_SIZE << OS_MAX_ORDER) && align <= (1ul << ARENA_SHIFT));
+	s = os_slab_alloc(order);
+	if (!s)
+		return NULL;
+	USLAB_ASSERT(s->state == SLAB_NEW && !s->cache);
+	s->freelist = NULL;
+	s->nfree = 0;
+	s->bump = s->objects = 1;
+	s->colour = 0;
+	s->pcs_id = 0; /* no sheaves: kfree goes to the slow path */
+	*zeroed = s->zeroed;
+	s->large_size = bytes;
+	/* Beyond the usable size: an ASan report, as past any object. */
+	asan_poison(s->base + bytes, (PAGE_SIZE << order) - bytes);
+	cache_slab_add_single(&large_cache, s); /* NEW -> FULL */
+	return s;
+}
+
 static void *large_alloc(size_t size, size_t align, bool zero)
 {
 	struct slab *s;
@@ -193,7 +249,7 @@ static void *large_alloc(size_t size, size_t align, bool zero)
 	/* The first request of a program may be a large one: start uslab (large_cache). */
 	if (unlikely(usl_init()))
 		return NULL;
-	s = cache_large_alloc(size, align < PAGE_SIZE ? PAGE_SIZE : align, &zeroed);
+	s = large_slab_alloc(size, align < PAGE_SIZE ? PAGE_SIZE : align, &zeroed);
 	if (!s)
 		return NULL;
 	if (zero && !zeroed)
@@ -325,7 +381,7 @@ void uslab_priv_kfree_slow(const void *p)
 	}
 	s = object_slab(p, "kfree");
 	if (s->cache->flags & CACHE_LARGE)
-		cache_large_free(s);
+		cache_slab_drop_single(s);
 	else
 		uslab_cache_free(s->cache, (void *)p);
 }

@@ -2,11 +2,12 @@
 /*
  * lifecycle.c - create, destroy, shrink and the statistics of a cache: the
  * calls that orchestrate every layer from above (mm/slab_common.c to
- * mm/slub.c). Creating a cache lays it out (cache.c), gives it a barn and
- * a sheaf capacity (barn.c, sheaf.c) and an id; destroying one drains every
- * thread's sheaves of it (thread.c), its barn, and waits for its deferred
- * slabs (rcu.c, gp.c); shrinking drains the caller's sheaves and the barn
- * and returns empty slabs and retained pages to the OS.
+ * mm/slub.c). Creating a cache lays it out (cache.c, slab_geometry.c),
+ * gives it a barn, a sheaf capacity (barn.c, sheaf.c) and an id (thread.c);
+ * destroying one drains every thread's sheaves of it (thread.c), its barn,
+ * and waits for its deferred slabs (rcu.c, gp.c); shrinking drains the
+ * caller's sheaves and the barn and returns empty slabs and retained pages
+ * to the OS.
  *
  * Context: control path. These calls take caches_lock (create, destroy)
  * and the locks below it in the order of src/lock.h; destroy may wait for
@@ -15,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "front.h"
 
 /*
  * lifecycle_create - uslab_cache_create() after its checks, with internal
@@ -40,11 +41,12 @@ struct uslab_cache *lifecycle_create(const char *name, size_t size,
 	cap = (flags & CACHE_FAILSLAB) || c->debug ?
 		      0 :
 		      sheaf_capacity_for(c->size, args->sheaf_capacity);
-	if (cache_register(c, cap)) {
+	if (cap && thread_id_attach(c, cap)) {
 		cache_delete(c);
 		errno = ENOSPC;
 		return NULL;
 	}
+	cache_register(c);
 	if (flags & USLAB_TYPESAFE_BY_RCU)
 		gp_prestart(); /* its slabs will need it; on failure gp_kick() retries */
 	return c;
@@ -92,6 +94,7 @@ int uslab_cache_destroy(struct uslab_cache *c)
 			cache_list_live(c); /* each, with its allocation's caller (U) */
 		return -EBUSY;
 	}
+	thread_id_detach_locked(c);
 	cache_unregister_locked(c);
 	ulock_unlock(&caches_lock);
 	if (c->flags & USLAB_TYPESAFE_BY_RCU) {

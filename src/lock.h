@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lock.h - the one lock type uslab uses: a small futex mutex.
+ * lock.h - uslab's lock type: a small futex mutex (struct ulock).
  *
- * Every lock in uslab is a slow-path lock (cache list, thread list, thread
- * state, barn, node list, os arenas); none is taken on the sheaf fast path.
+ * Every lock of the allocator is one (cache list, thread list, thread
+ * state, barn, node list, os arenas, rcu.c's lists) but three pthread
+ * mutexes: gp.c's round_lock and gp_lock (waiters sleep on condition
+ * variables with them) and counter.c's reg_lock (the counter registry, a
+ * service's). All are slow-path locks; none is taken on the sheaf fast
+ * path.
  * Critical sections are short, so the lock spins briefly before it sleeps
  * in the kernel (the machine may be oversubscribed: a preempted holder must
  * not make the others burn their quantum).

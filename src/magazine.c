@@ -29,12 +29,12 @@
  * each free straight to the cache (checked at the call) and each
  * allocation to the cache, or to the reserve uslab_magazine_fill() and
  * _prefill() put in (objects allocated from the cache, array size in
- * reserved0).
+ * uslab_priv_capacity).
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "front.h"
 
 /* ------------------------------------------------------------ create */
 
@@ -56,9 +56,7 @@ struct uslab_magazine *uslab_magazine_create(struct uslab_cache *c, unsigned int
 		errno = EINVAL;
 		return NULL;
 	}
-	/* The header on its own cache line, the array right after it. */
-	_Static_assert(sizeof(struct uslab_magazine) == CACHELINE,
-		       "a magazine's header is one line");
+	/* The header on its own cache line, the array right after it (src/abi.c). */
 	if (posix_memalign(&mem, CACHELINE, sizeof(*m) + (size_t)capacity * sizeof(void *))) {
 		errno = ENOMEM;
 		return NULL;
@@ -70,7 +68,7 @@ struct uslab_magazine *uslab_magazine_create(struct uslab_cache *c, unsigned int
 	m->refill = refill;
 	if (c->debug) {
 		m->capacity = 0; /* every call reaches the library, which passes it through */
-		m->reserved0 = capacity;
+		m->uslab_priv_capacity = capacity;
 	}
 	return m;
 }
@@ -84,7 +82,7 @@ static inline bool mag_debug(const struct uslab_magazine *m)
 /* Objects @m's array can hold. */
 static inline unsigned int mag_size(const struct uslab_magazine *m)
 {
-	return mag_debug(m) ? m->reserved0 : m->capacity;
+	return mag_debug(m) ? m->uslab_priv_capacity : m->capacity;
 }
 
 /* Allocate @n objects onto the top of @m with one bulk call; 0 or -ENOMEM. */

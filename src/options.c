@@ -12,9 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
-/* (After internal.h, which sets how <uslab.h> is read inside the library.) */
-#include "export.h"
+#include "os.h" /* SLAB_MAX_ORDER */
+/* (After the library's headers, which set how <uslab.h> is read inside it.) */
+#include "export.h" /* EXPORT_DIR_MAX */
 
 struct uslab_options usl_opt;
 

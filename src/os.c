@@ -84,7 +84,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#include "internal.h"
+#include "os.h"
 
 #define MAP_ENTRIES (1ul << (VA_BITS - ARENA_SHIFT))
 /* An os call stops adding slabs to its purge batch beyond this many bytes. */
@@ -108,10 +108,8 @@ struct arena {
 	struct slab slabs[] CACHELINE_ALIGNED;
 };
 
-/* What <uslab/kmalloc.h> reads: slab descriptors, 64-byte aligned (page-aligned tables). */
+/* What <uslab/priv.h> reads: slab descriptors, 64-byte aligned (page-aligned tables; the rest in src/abi.c). */
 _Static_assert(offsetof(struct arena, slabs) % CACHELINE == 0, "descriptors on cache lines");
-_Static_assert(sizeof(struct slab) == 1u << USLAB_PRIV_SLAB_SHIFT, "slab descriptor size");
-_Static_assert(ARENA_SHIFT == USLAB_PRIV_ARENA_SHIFT, "registry granule");
 
 struct os_order {
 	struct arena *arenas; /* live arenas of this order */
@@ -695,9 +693,7 @@ void os_slab_prefetch(const void *p)
 		return;
 	e = __atomic_load_n(&slab_map[a >> ARENA_SHIFT], __ATOMIC_RELAXED);
 	if (e)
-		__builtin_prefetch((struct slab *)(e & ~(uintptr_t)(CACHELINE - 1)) +
-					   ((a & (ARENA_GRANULE - 1)) >> (e & (CACHELINE - 1))),
-				   1);
+		__builtin_prefetch(slab_desc(a, e), 1);
 }
 
 size_t os_arena_count(void)

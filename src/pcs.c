@@ -37,7 +37,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "perthread.h"
 
 struct uslab_cache *events_cache;
 static struct uslab_cache events_cache_store;
@@ -530,8 +530,7 @@ void uslab_cache_free(struct uslab_cache *c, void *obj)
 	if (unlikely(!c || (a >> VA_BITS) ||
 		     !(e = READ_ONCE(uslab_priv_slab_map[a >> ARENA_SHIFT]))))
 		goto slow;
-	s = (const struct slab *)(e & ~(uintptr_t)(CACHELINE - 1)) +
-	    ((a & (ARENA_GRANULE - 1)) >> (e & (CACHELINE - 1)));
+	s = slab_desc(a, e);
 	if (unlikely(READ_ONCE(s->cache) != c))
 		goto slow;
 	pcs_push(c, obj);

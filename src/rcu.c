@@ -75,7 +75,7 @@
 
 #include <urcu/urcu-memb.h>
 
-#include "internal.h"
+#include "front.h"
 #include "list.h"
 
 #define RCU_BLOCK_SIZE 4096

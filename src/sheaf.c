@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "perthread.h"
 
 const unsigned int sheaf_caps[SHEAF_CLASSES] = { 2, 6, 14, 30, 62, 126, 254 };
 struct uslab_cache *sheaf_caches[SHEAF_CLASSES];

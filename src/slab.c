@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * slab.c - one slab: 2^order pages holding objects of one cache.
+ * slab.c - one slab: 2^order pages holding objects of one cache; its
+ * objects carved, its freelist pushed, popped, walked and validated.
  *
  * A slab's free objects are either on its freelist or never used yet (the
  * index range [bump, objects): carved by address arithmetic, so a new
@@ -40,7 +41,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "cache.h" /* the cache descriptor they read: an exception in base.h */
 
 static inline uintptr_t fp_key(const struct uslab_cache *c, const void *slot)
 {
@@ -403,4 +404,73 @@ size_t build_detached_freelist(struct uslab_cache *c, size_t n, void **p, size_t
 		}
 	}
 	return start;
+}
+
+/* ------------------------------------------------------------ validate */
+
+/* Whether @obj is among @held[0..n), sorted by address. */
+static bool held_has(void *const *held, size_t n, const void *obj)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (held[mid] == obj)
+			return true;
+		if ((uintptr_t)held[mid] < (uintptr_t)obj)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+/* One problem found by validate: a line on stderr, counted. */
+#define bad(c, fmt, ...) (usl_warn("validate %s: " fmt, (c)->name, __VA_ARGS__), errors++)
+
+/*
+ * slab_validate - the free objects of partial slab @s (node lock held),
+ * checked: each in the used range on
+ * an object boundary, listed once, not also in a sheaf (@held, sorted).
+ * @seen: a bitmap of c->objects bits, cleared here. Return: errors found.
+ */
+unsigned long slab_validate(struct uslab_cache *c, struct slab *s, uint64_t *seen,
+			    void *const *held, size_t nheld)
+{
+	char *first = slab_first_object(c, s);
+	unsigned long errors = 0;
+	void *obj = s->freelist;
+
+	memset(seen, 0, ALIGN_UP((unsigned int)s->objects, 64u) / 8);
+	for (unsigned int i = 0; i < s->nfree; i++) {
+		unsigned int idx;
+
+		if (c->layout == USLAB_LAYOUT_FREEPTR) {
+			idx = slab_object_index(c, s, obj);
+		} else {
+			idx = slab_index_at(c, s, i);
+			obj = first + (size_t)idx * c->size;
+		}
+		if (idx >= s->bump) {
+			bad(c,
+			    "slab %p: free object %u of %u is %p, not one of its objects handed out",
+			    (void *)s->base, i, s->nfree, obj);
+			break; /* a broken chain cannot be followed */
+		}
+		if (seen[idx / 64] & (1ull << (idx % 64))) {
+			bad(c, "slab %p: object %p is free twice (double free)", (void *)s->base,
+			    obj);
+			break; /* (a FREEPTR chain loops here) */
+		}
+		seen[idx / 64] |= 1ull << (idx % 64);
+		if (held_has(held, nheld, obj))
+			bad(c, "object %p is free in slab %p and in a sheaf (double free)", obj,
+			    (void *)s->base);
+		if (c->layout == USLAB_LAYOUT_FREEPTR)
+			obj = fp_get(c, obj);
+	}
+	if (c->layout == USLAB_LAYOUT_FREEPTR && !errors && obj)
+		bad(c, "slab %p: freelist longer than its count %u", (void *)s->base, s->nfree);
+	return errors;
 }

@@ -64,7 +64,7 @@
 #include <unistd.h>
 #include <unwind.h>
 
-#include "internal.h"
+#include "cache.h" /* the cache descriptor they read: an exception in base.h */
 
 #if USLAB_VALGRIND
 #include <valgrind/memcheck.h>

@@ -2,12 +2,12 @@
 /*
  * stats.c - the names of the slow-path event counters (a service: no
  * layer below). The counters are kept by their layers through the stat
- * helpers of src/internal.h, which compile away without USLAB_STATS, and
- * summed by uslab_cache_stats() (lifecycle.c).
+ * helpers (node_stat() in src/cache.h, pcs_stat()), which compile away
+ * without USLAB_STATS, and summed by uslab_cache_stats() (lifecycle.c).
  */
 #include <string.h>
 
-#include "internal.h"
+#include "base.h"
 
 static const char *const stat_names[USLAB_STAT_NR_ITEMS] = {
 	[USLAB_STAT_ALLOC_SLOWPATH] = "alloc_slowpath",

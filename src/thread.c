@@ -32,7 +32,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "internal.h"
+#include "perthread.h"
 #include "list.h"
 
 #define PCS_ENTRIES (USLAB_MAX_CACHES + 1)
@@ -334,4 +334,61 @@ void thread_fork_child(void)
 		pool_put(st);
 	}
 	ulock_unlock(&threads_lock);
+}
+
+/* ------------------------------------------------------------ cache ids */
+
+/*
+ * A cache with sheaves has an id: its entry in every thread's table, at
+ * pcs_off = id * sizeof(struct pcs) (struct uslab_cache.hot, read by the
+ * inline fast paths). Ids start at 1: entry 0 stays empty in every thread
+ * (caches without sheaves, and kmalloc classes not yet created, use it).
+ * The bitmap is protected by caches_lock (cache.c), held across create
+ * and destroy.
+ */
+static uint64_t id_map[(USLAB_MAX_CACHES + 1 + 63) / 64];
+
+static int id_alloc(void)
+{
+	for (int i = 1; i <= USLAB_MAX_CACHES; i++) {
+		if (!(id_map[i / 64] & (1ull << (i % 64)))) {
+			id_map[i / 64] |= 1ull << (i % 64);
+			return i;
+		}
+	}
+	return -1;
+}
+
+static void id_free(int id)
+{
+	id_map[id / 64] &= ~(1ull << (id % 64));
+}
+
+/*
+ * thread_id_attach - give @c an id (its pcs entry in every thread's table)
+ * and its sheaves' capacity, before it goes on the list of caches.
+ * Return: 0, or -ENOSPC when all USLAB_MAX_CACHES ids are taken.
+ */
+int thread_id_attach(struct uslab_cache *c, unsigned int sheaf_capacity)
+{
+	int id;
+
+	USLAB_ASSERT(sheaf_capacity && c->id < 0);
+	ulock_lock(&caches_lock);
+	id = id_alloc();
+	ulock_unlock(&caches_lock);
+	if (id < 0)
+		return -ENOSPC;
+	c->id = id;
+	c->hot.pcs_off = (size_t)id * sizeof(struct pcs);
+	c->sheaf_capacity = sheaf_capacity;
+	return 0;
+}
+
+/* Free @c's id (destroy, its sheaves drained). Under caches_lock. */
+void thread_id_detach_locked(struct uslab_cache *c)
+{
+	USLAB_ASSERT_HELD(&caches_lock);
+	if (c->id > 0)
+		id_free(c->id);
 }

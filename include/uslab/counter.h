@@ -162,21 +162,8 @@ USLAB_API void uslab_idgen_destroy(struct uslab_idgen *g);
 
 /* ------------------------------------------------------ inline fast paths */
 
-/* One thread's slot for one counter or generator: @gen says whose it is. */
-struct uslab_priv_cslot {
-	uint64_t gen;
-	uint64_t a; /* counter: the delta (two's complement); generator: the next ID of the batch */
-	uint64_t b; /* generator: the end of the batch */
-	uint64_t pad;
-};
-
-/* This thread's table of slots and its length (0 until its first slow path). */
-extern USLAB_API __thread struct uslab_priv_cslot *uslab_priv_cslots
-	__attribute__((tls_model("initial-exec")));
-extern USLAB_API __thread uint32_t uslab_priv_ncslots __attribute__((tls_model("initial-exec")));
-
-USLAB_API void uslab_priv_counter_add_slow(struct uslab_counter *c, int64_t delta);
-USLAB_API uint64_t uslab_priv_idgen_next_slow(struct uslab_idgen *g);
+/* The uslab_priv_* names below: the private ABI, <uslab/priv.h>. */
+#include <uslab/priv.h>
 
 /* About 10 instructions: the slot, its generation, the sum against the batch, a store. */
 static inline __attribute__((always_inline)) void uslab_counter_add_inline(struct uslab_counter *c,

@@ -17,9 +17,8 @@
  * library. The inline paths are also off under AddressSanitizer and
  * ThreadSanitizer, so the library's checked paths run.
  *
- * Everything named uslab_priv_* is an implementation detail: the two
- * structures are the first bytes of the library's own, and their layout is
- * part of the ABI of libuslab.so.0.
+ * Everything named uslab_priv_* is an implementation detail, declared in
+ * <uslab/priv.h> (the private ABI of libuslab.so.0, in one header).
  */
 #ifndef USLAB_FASTPATH_H
 #define USLAB_FASTPATH_H
@@ -28,63 +27,7 @@
 #error "include <uslab.h>, not <uslab/fastpath.h>"
 #endif
 
-/*
- * The one condition for the inline paths (here and in <uslab/magazine.h>):
- * not asked off with USLAB_NO_INLINE, and no sanitizer, detected as gcc
- * and clang announce them. src/internal.h derives its ASan switch from
- * USLAB_PRIV_ASAN.
- */
-#if defined(__SANITIZE_ADDRESS__)
-#define USLAB_PRIV_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define USLAB_PRIV_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define USLAB_PRIV_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define USLAB_PRIV_TSAN 1
-#endif
-#endif
-#if !defined(USLAB_NO_INLINE) && !defined(USLAB_PRIV_ASAN) && !defined(USLAB_PRIV_TSAN)
-#define USLAB_PRIV_INLINE 1
-#endif
-
-/*
- * The hot part of a thread's sheaves of one cache: objects are [bottom,
- * top), room up to limit; bulk calls that reach the library, counted by the
- * owner (read by uslab_cache_stats()). One cache line. The inline paths
- * below do not count: a counter there cost 20% at n = 1 (bench_bulk test01).
- */
-struct uslab_priv_pcs {
-	void **top;
-	void **bottom;
-	void **limit;
-	unsigned long alloc_bulk, alloc_bulk_objs;
-	unsigned long free_bulk, free_bulk_objs;
-};
-
-/* The hot part of a cache: where its sheaves are in a thread's table. */
-struct uslab_priv_cache {
-	size_t pcs_off;
-};
-
-/* This thread's table of sheaves (all zero until its first slow path). */
-extern USLAB_API __thread char *uslab_priv_pcs_table __attribute__((tls_model("initial-exec")));
-
-USLAB_API void *uslab_priv_alloc_slow(struct uslab_cache *c);
-USLAB_API void uslab_priv_free_slow(struct uslab_cache *c, void *obj);
-USLAB_API size_t uslab_priv_alloc_bulk_slow(struct uslab_cache *c, size_t n, void **p);
-USLAB_API void uslab_priv_free_bulk_slow(struct uslab_cache *c, size_t n, void **p);
-
-static inline struct uslab_priv_pcs *uslab_priv_pcs_of(const struct uslab_cache *c)
-{
-	const struct uslab_priv_cache *h = (const struct uslab_priv_cache *)(const void *)c;
-
-	return (struct uslab_priv_pcs *)(void *)(uslab_priv_pcs_table + h->pcs_off);
-}
+#include <uslab/priv.h>
 
 /* Pop the main sheaf: about 7 instructions and two branches (a NULL cache goes to the report). */
 static inline __attribute__((always_inline)) void *uslab_cache_alloc_inline(struct uslab_cache *c)
@@ -124,13 +67,6 @@ static inline __attribute__((always_inline)) void uslab_cache_free_inline(struct
 	*top = obj;
 	p->top = top + 1;
 }
-
-/*
- * Bulk calls of up to this many objects are served inline; larger ones
- * call the library, whose copies run at memcpy speed (the inline loops
- * move about one pointer per cycle, a call costs a few ns).
- */
-#define USLAB_PRIV_BULK_INLINE 16
 
 /* Copy n objects off the main sheaf when it holds them: a compare and a copy. */
 static inline __attribute__((always_inline)) size_t

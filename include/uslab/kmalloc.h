@@ -215,47 +215,8 @@ USLAB_API USLAB_NO_ACCESS(1) void *uslab_slab_of(const void *p);
 
 /* ------------------------------------------------ inline fast paths */
 
-/*
- * Implementation details (uslab_priv_*), part of the ABI of libuslab.so.0:
- * - uslab_priv_kmalloc_ids: each class's cache id, whose pcs starts
- *   (id << USLAB_PRIV_PCS_SHIFT) bytes into this thread's table; 0 (an
- *   entry that is always empty) until the classes exist. (A table of ids
- *   by size / 8, one load instead of the index computation, measured
- *   slower: 7.70 against 7.14 ns per random-size pair.)
- * - uslab_priv_slab_map: one entry per 2^USLAB_PRIV_ARENA_SHIFT bytes of
- *   address space below 2^47: the address of the first slab descriptor of
- *   that range (64-byte aligned) ORed with the slab shift, or 0. The
- *   descriptor of address a is that address + ((a % range) >> shift) * 64;
- *   its 16-bit word at USLAB_PRIV_SLAB_PCS_ID is the owning cache's id
- *   while the slab's objects may be freed into sheaves, else 0.
- */
-#define USLAB_PRIV_ARENA_SHIFT 26
-#define USLAB_PRIV_SLAB_SHIFT 6
-#define USLAB_PRIV_SLAB_PCS_ID 30
-#define USLAB_PRIV_PCS_SHIFT 7
-extern USLAB_API unsigned long uslab_priv_slab_map[];
-extern USLAB_API unsigned short uslab_priv_kmalloc_ids[USLAB_KMALLOC_CLASSES];
-USLAB_API void *uslab_priv_kmalloc_slow(size_t size);
-USLAB_API USLAB_NO_ACCESS(1) void uslab_priv_kfree_slow(const void *p);
-
-/* This thread's pcs of the cache with id @id (0: the always empty entry). */
-static inline __attribute__((always_inline)) struct uslab_priv_pcs *
-uslab_priv_pcs_of_id(unsigned int id)
-{
-	return (struct uslab_priv_pcs *)(void *)(uslab_priv_pcs_table +
-						 ((size_t)id << USLAB_PRIV_PCS_SHIFT));
-}
-
-/* The class of a request of 1..USLAB_KMALLOC_MAX_CACHE_SIZE bytes: a few instructions. */
-static inline __attribute__((always_inline)) unsigned int uslab_priv_kmalloc_index(size_t size)
-{
-	unsigned int k;
-
-	if (size <= 64)
-		return (unsigned int)((size + 7) >> 3) - 1;
-	k = 63u - (unsigned int)__builtin_clzl(size - 1); /* 2^k < size <= 2^(k+1) */
-	return 8 + (k - 6) * 8 + (unsigned int)((size - 1 - (1ul << k)) >> (k - 3));
-}
+/* The uslab_priv_* names below: the private ABI, <uslab/priv.h>. */
+#include <uslab/priv.h>
 
 /*
  * The class lookup, then the sheaf pop of uslab_cache_alloc(): about 20
@@ -289,12 +250,9 @@ USLAB_NO_ACCESS(1) void uslab_kfree_inline(const void *obj)
 {
 	unsigned long a = (unsigned long)obj, e;
 
-	if (__builtin_expect(!(a >> 47), 1) &&
+	if (__builtin_expect(!(a >> USLAB_PRIV_VA_BITS), 1) &&
 	    (e = uslab_priv_slab_map[a >> USLAB_PRIV_ARENA_SHIFT]) != 0) {
-		const char *d =
-			(const char *)((e & ~63ul) +
-				       (((a & ((1ul << USLAB_PRIV_ARENA_SHIFT) - 1)) >> (e & 63))
-					<< USLAB_PRIV_SLAB_SHIFT));
+		const char *d = uslab_priv_slab_desc(a, e);
 		struct uslab_priv_pcs *p = uslab_priv_pcs_of_id(
 			*(const unsigned short *)(const void *)(d + USLAB_PRIV_SLAB_PCS_ID));
 		void **top = p->top;

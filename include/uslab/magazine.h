@@ -77,7 +77,7 @@ struct uslab_magazine {
 	unsigned int capacity;
 	struct uslab_cache *cache;
 	unsigned int refill;
-	unsigned int reserved0;
+	unsigned int uslab_priv_capacity; /* the library's: a debug cache's array size */
 	unsigned long refills;
 	unsigned long flushes;
 	unsigned long reserved[3];
@@ -294,17 +294,8 @@ USLAB_API void uslab_free_batch_flush(struct uslab_free_batch *b);
 
 /* ------------------------------------------------------ inline fast paths */
 
-/*
- * The slow paths return the new fill level and the inline code stores it
- * itself (free_slow: ~0u when it freed the object itself, in a debug
- * cache's magazine, whose capacity reads 0), so both ways into a caller's next iteration leave @count in a
- * register: with partial PRE (gcc -O3) a loop of pops or pushes keeps it
- * there instead of loading it back from the magazine every time.
- */
-USLAB_API unsigned int uslab_priv_magazine_refill(struct uslab_magazine *m);
-USLAB_API unsigned int uslab_priv_magazine_make_room(struct uslab_magazine *m);
-USLAB_API void *uslab_priv_magazine_alloc_slow(struct uslab_magazine *m);
-USLAB_API unsigned int uslab_priv_magazine_free_slow(struct uslab_magazine *m, void *obj);
+/* The uslab_priv_* names below: the private ABI, <uslab/priv.h> (the slow paths' returns). */
+#include <uslab/priv.h>
 
 /*
  * Pop: about 5 instructions and one branch, no lock, no atomic, no TLS

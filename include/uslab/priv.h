@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uslab/priv.h - the private ABI of uslab's inline paths: every name
+ * uslab_priv_* and USLAB_PRIV_*, in one place. Included by the public
+ * headers whose inline paths use it (<uslab/fastpath.h>, <uslab/kmalloc.h>,
+ * <uslab/magazine.h>, <uslab/counter.h>); never include it directly, and
+ * never use what it declares: it is an implementation detail, which may
+ * change with the library's soname.
+ *
+ * The inline paths compiled into programs read the library's structures
+ * directly: the first bytes of a cache and of a thread's sheaves of it,
+ * the slab registry, a slab descriptor's cache id, a counter's slot. The
+ * layout of those bytes is the ABI of libuslab.so.0, described here with
+ * named constants; src/abi.c pins each of them to the library's own
+ * structures with _Static_assert (the one place), so the library and a
+ * program built against this header cannot disagree silently.
+ */
+#ifndef USLAB_PRIV_H
+#define USLAB_PRIV_H
+
+#ifndef USLAB_H
+#error "include <uslab.h>, not <uslab/priv.h>"
+#endif
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * The one condition for the inline paths: not asked off with
+ * USLAB_NO_INLINE, and no sanitizer, detected as gcc and clang announce
+ * them. src/base.h derives its ASan switch from USLAB_PRIV_ASAN.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define USLAB_PRIV_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define USLAB_PRIV_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define USLAB_PRIV_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define USLAB_PRIV_TSAN 1
+#endif
+#endif
+#if !defined(USLAB_NO_INLINE) && !defined(USLAB_PRIV_ASAN) && !defined(USLAB_PRIV_TSAN)
+#define USLAB_PRIV_INLINE 1
+#endif
+
+/* ---------------------------------------------------------- constants */
+
+/* User addresses are below 2^USLAB_PRIV_VA_BITS (x86-64, 4-level paging). */
+#define USLAB_PRIV_VA_BITS 47
+/* The slab registry has one entry per 2^USLAB_PRIV_ARENA_SHIFT bytes. */
+#define USLAB_PRIV_ARENA_SHIFT 26
+/* A slab descriptor is 2^USLAB_PRIV_SLAB_SHIFT bytes (one cache line). */
+#define USLAB_PRIV_SLAB_SHIFT 6
+/*
+ * A registry entry: the address of the first slab descriptor of its range
+ * (aligned to a descriptor) ORed with the range's slab shift (log2 of its
+ * slabs' size), which the descriptor's alignment leaves room for.
+ */
+#define USLAB_PRIV_ENTRY_SHIFT_MASK ((1ul << USLAB_PRIV_SLAB_SHIFT) - 1)
+/* Offset of the 16-bit cache id in a slab descriptor (0: no sheaves). */
+#define USLAB_PRIV_SLAB_PCS_ID 30
+/* A thread's sheaves of one cache (struct pcs) are 2^USLAB_PRIV_PCS_SHIFT bytes. */
+#define USLAB_PRIV_PCS_SHIFT 7
+/* Bits of an unsigned long, less one: the highest bit's index (kmalloc's class). */
+#define USLAB_PRIV_LONG_TOP_BIT (sizeof(unsigned long) * 8 - 1)
+/*
+ * Bulk calls of up to this many objects are served inline; larger ones
+ * call the library, whose copies run at memcpy speed (the inline loops
+ * move about one pointer per cycle, a call costs a few ns).
+ */
+#define USLAB_PRIV_BULK_INLINE 16
+
+/* ------------------------------------------------------------ caches */
+
+/*
+ * The hot part of a thread's sheaves of one cache: objects are [bottom,
+ * top), room up to limit; bulk calls that reach the library, counted by the
+ * owner (read by uslab_cache_stats()). One cache line with the pointer
+ * after it. The inline paths do not count: a counter there cost 20% at
+ * n = 1 (bench_bulk test01).
+ */
+struct uslab_priv_pcs {
+	void **top;
+	void **bottom;
+	void **limit;
+	unsigned long alloc_bulk, alloc_bulk_objs;
+	unsigned long free_bulk, free_bulk_objs;
+};
+
+/* The hot part of a cache, its first bytes: where its sheaves are in a thread's table. */
+struct uslab_priv_cache {
+	size_t pcs_off;
+};
+
+/* This thread's table of sheaves (all zero until its first slow path). */
+extern USLAB_API __thread char *uslab_priv_pcs_table __attribute__((tls_model("initial-exec")));
+
+USLAB_API void *uslab_priv_alloc_slow(struct uslab_cache *c);
+USLAB_API void uslab_priv_free_slow(struct uslab_cache *c, void *obj);
+USLAB_API size_t uslab_priv_alloc_bulk_slow(struct uslab_cache *c, size_t n, void **p);
+USLAB_API void uslab_priv_free_bulk_slow(struct uslab_cache *c, size_t n, void **p);
+
+/* This thread's hot sheaves of @c. */
+static inline struct uslab_priv_pcs *uslab_priv_pcs_of(const struct uslab_cache *c)
+{
+	const struct uslab_priv_cache *h = (const struct uslab_priv_cache *)(const void *)c;
+
+	return (struct uslab_priv_pcs *)(void *)(uslab_priv_pcs_table + h->pcs_off);
+}
+
+/* This thread's hot sheaves of the cache with id @id (0: the always empty entry). */
+static inline __attribute__((always_inline)) struct uslab_priv_pcs *
+uslab_priv_pcs_of_id(unsigned int id)
+{
+	return (struct uslab_priv_pcs *)(void *)(uslab_priv_pcs_table +
+						 ((size_t)id << USLAB_PRIV_PCS_SHIFT));
+}
+
+/* ------------------------------------------------------------ kmalloc */
+
+/*
+ * - uslab_priv_kmalloc_ids: each class's cache id (USLAB_KMALLOC_CLASSES
+ *   of them); 0 (an entry that is always empty) until the classes exist.
+ *   (A table of ids by size / 8, one load instead of the index computation,
+ *   measured slower: 7.70 against 7.14 ns per random-size pair.)
+ * - uslab_priv_slab_map: one entry per 2^USLAB_PRIV_ARENA_SHIFT bytes of
+ *   address space below 2^USLAB_PRIV_VA_BITS (see
+ *   USLAB_PRIV_ENTRY_SHIFT_MASK), or 0.
+ */
+extern USLAB_API unsigned long uslab_priv_slab_map[];
+extern USLAB_API unsigned short uslab_priv_kmalloc_ids[];
+USLAB_API void *uslab_priv_kmalloc_slow(size_t size);
+USLAB_API USLAB_NO_ACCESS(1) void uslab_priv_kfree_slow(const void *p);
+
+/*
+ * uslab_priv_slab_desc - the slab descriptor of address @a, from @e, the
+ * non-zero registry entry of its range: the range's first descriptor plus
+ * one per slab before @a's. The one copy of this arithmetic (the inline
+ * kfree and the library's lookups use it).
+ */
+static inline __attribute__((always_inline)) const char *uslab_priv_slab_desc(unsigned long a,
+									      unsigned long e)
+{
+	return (const char *)((e & ~USLAB_PRIV_ENTRY_SHIFT_MASK) +
+			      (((a & ((1ul << USLAB_PRIV_ARENA_SHIFT) - 1)) >>
+				(e & USLAB_PRIV_ENTRY_SHIFT_MASK))
+			       << USLAB_PRIV_SLAB_SHIFT));
+}
+
+/* The class of a request of 1..USLAB_KMALLOC_MAX_CACHE_SIZE bytes: a few instructions. */
+static inline __attribute__((always_inline)) unsigned int uslab_priv_kmalloc_index(size_t size)
+{
+	unsigned int k;
+
+	if (size <= 64)
+		return (unsigned int)((size + 7) >> 3) - 1;
+	/* 2^k < size <= 2^(k+1) */
+	k = (unsigned int)USLAB_PRIV_LONG_TOP_BIT - (unsigned int)__builtin_clzl(size - 1);
+	return 8 + (k - 6) * 8 + (unsigned int)((size - 1 - (1ul << k)) >> (k - 3));
+}
+
+/* ----------------------------------------------------------- magazine */
+
+struct uslab_magazine;
+
+/*
+ * The slow paths return the new fill level and the inline code stores it
+ * itself (free_slow: ~0u when it freed the object itself, in a debug
+ * cache's magazine, whose capacity reads 0), so both ways into a caller's
+ * next iteration leave the count in a register: with partial PRE (gcc
+ * -O3) a loop of pops or pushes keeps it there instead of loading it back
+ * from the magazine every time.
+ */
+USLAB_API unsigned int uslab_priv_magazine_refill(struct uslab_magazine *m);
+USLAB_API unsigned int uslab_priv_magazine_make_room(struct uslab_magazine *m);
+USLAB_API void *uslab_priv_magazine_alloc_slow(struct uslab_magazine *m);
+USLAB_API unsigned int uslab_priv_magazine_free_slow(struct uslab_magazine *m, void *obj);
+
+/* ----------------------------------------------------------- counters */
+
+struct uslab_counter;
+struct uslab_idgen;
+
+/* One thread's slot for one counter or generator: @gen says whose it is. */
+struct uslab_priv_cslot {
+	uint64_t gen;
+	uint64_t a; /* counter: the delta (two's complement); generator: the next ID of the batch */
+	uint64_t b; /* generator: the end of the batch */
+	uint64_t pad;
+};
+
+/* This thread's table of slots and its length (0 until its first slow path). */
+extern USLAB_API __thread struct uslab_priv_cslot *uslab_priv_cslots
+	__attribute__((tls_model("initial-exec")));
+extern USLAB_API __thread uint32_t uslab_priv_ncslots __attribute__((tls_model("initial-exec")));
+
+USLAB_API void uslab_priv_counter_add_slow(struct uslab_counter *c, int64_t delta);
+USLAB_API uint64_t uslab_priv_idgen_next_slow(struct uslab_idgen *g);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* USLAB_PRIV_H */

@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * base.h - the lowest of uslab's internal headers: the layering rule (the
+ * one copy of it), the macros every file uses, and the services any layer
+ * may call. Each tier has one header, which includes the one below it:
+ *
+ *   base.h       tier 0: this rule, macros, services (below)
+ *   os.h         layer 1
+ *   slab.h       layer 2
+ *   cache.h      layer 3
+ *   gp.h         layer 4
+ *   perthread.h  layers 5 to 7 (sheaf, barn, pcs and thread)
+ *   front.h      layers 8 to 14 (bulk, rcu, magazine, lifecycle, kmalloc,
+ *                export, init)
+ *
+ * internal.h includes them all, for the white-box tests; no file of src/
+ * includes it. list.h and lock.h are base.h's (it includes them); export.h
+ * is the export file's format, shared with tools/uslab-stat.c, and
+ * includes no header of src/.
+ *
+ * THE LAYERING RULE. A file calls only functions of its own layer and of
+ * the layers listed before it, and includes only the header of its tier
+ * and those below. Layers, bottom up:
+ *
+ *   1  os         os.c        arenas, the address registry, memory to the OS
+ *   2  slab       slab.c      one slab: free pointers, carving, freelists
+ *      geometry   slab_geometry.c the shape of a cache's slabs: order,
+ *                             layout, colours (struct slab_geometry)
+ *      debug      slab_debug.c the debug tier: per-object state, red
+ *                             zones, poison, tracks (slab.c,
+ *                             slab_geometry.c and slab_debug.c are one
+ *                             layer)
+ *   3  cache      cache.c     struct uslab_cache, its node partial list,
+ *                             refill and flush in batches, list of caches
+ *   4  gp         gp.c        grace-period engine: the monitor thread,
+ *                             slabs released after a grace period
+ *   5  sheaf      sheaf.c     the sheaf object: alloc, free, flush
+ *   6  barn       barn.c      a cache's depot of full and empty sheaves
+ *   7  pcs        pcs.c       per-thread sheaves: fast paths, slow paths
+ *      thread     thread.c    per-thread tables, cache ids, thread exit,
+ *                             draining (pcs.c and thread.c are one layer)
+ *   8  bulk       bulk.c      arrays of objects in and out
+ *   9  rcu        rcu.c       kfree_rcu front end: blocks of pointers
+ *  10  magazine   magazine.c  caller-owned caches and free batches
+ *  11  lifecycle  lifecycle.c create, destroy, shrink, stats: orchestrates
+ *  12  kmalloc    kmalloc.c   size classes (caches it creates through
+ *                             lifecycle.c) and large objects
+ *  13  export     export.c    the statistics a running program shows:
+ *                             uslab_stats_print, USLAB_STATS's snapshot
+ *      format     export_format.c the tables (shared with uslab-stat)
+ *  14  init       init.c      start-up, fork handlers: wires every layer
+ *      abi        abi.c       the _Static_asserts that pin <uslab/priv.h>,
+ *                             the inline paths' ABI, to the structures
+ *                             (init.c and abi.c are one layer)
+ *
+ * libuslab-malloc.so (malloc.c) sits above all of them and uses only the
+ * public API (<uslab.h>), as any program does.
+ *
+ * Services any layer may call: counter.c (the counters and ID batches of
+ * <uslab/counter.h>, for programs), debug.c (usl_bug, usl_warn, assertions),
+ * options.c (usl_opt), failslab.c (fault injection), stats.c (counter
+ * names), lock.c (the lock and its order check, src/lock.h); and usl_init(),
+ * the lazy start-up that the first slow path of any layer may trigger (with
+ * usl_starting_self()). Their declarations are in this header; a service's
+ * own file may include the header of any tier (it reports on the types of
+ * every layer), but calls no function of a layer.
+ *
+ * Exceptions, each the one way a lower layer reaches a higher one:
+ *   cache.c -> gp.c    gp_defer_slabs(): the lock-free hand-off of
+ *                      TYPESAFE_BY_RCU slabs (any lock may be held)
+ *   gp.c -> rcu.c      the hooks of struct gp_client, registered by rcu.c
+ *                      at start-up (called through pointers)
+ *   cache.c            its fork handlers lock and reset the barn lock of
+ *                      every cache (the list of caches is cache.c's); the
+ *                      barn is embedded in the cache, so struct barn is
+ *                      in cache.h, its functions in perthread.h
+ *   slab.c -> cache.h        read the cache descriptor they are passed
+ *   slab_debug.c -> cache.h  (struct uslab_cache: its geometry, ctor,
+ *                            secret, debug tier offsets, id)
+ * An exception "A.c -> B.c" lets A.c include B.c's header too.
+ * scripts/check-layers checks the rule: the calls on the built objects
+ * (nm), the #include lines of src/ in the sources. Run it after
+ * `make build`; `make test` runs it.
+ *
+ * doc/design.md has the picture. The lock order is in src/lock.h (one
+ * copy; USLAB_CHECKS builds check it at every acquisition).
+ */
+#ifndef USLAB_BASE_H
+#define USLAB_BASE_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "list.h"
+#include "lock.h"
+/* The library defines the real uslab_cache_alloc/free: no inline macros. */
+#define USLAB_NO_INLINE 1
+/* Its definitions do read around the pointers that callers only pass. */
+#define USLAB_NO_ACCESS(n)
+#include "uslab.h"
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#define INTERNAL __attribute__((visibility("hidden")))
+#define ALIGN_UP(x, a) (((x) + ((a)-1)) & ~((__typeof__(x))(a)-1))
+#define ALIGN_DOWN(x, a) ((x) & ~((__typeof__(x))(a)-1))
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define CACHELINE 64
+#define CACHELINE_ALIGNED __attribute__((aligned(CACHELINE)))
+
+/* Slow-path event counters (CMake option USLAB_STATS, stats.c). */
+#ifndef USLAB_STATS
+#define USLAB_STATS 1
+#endif
+
+/*
+ * Checks, by level (CMake option USLAB_CHECKS, doc/design.md "Check levels"):
+ * USLAB_ASSERT - an invariant stated in a comment, O(1): level 1 and up
+ *   (Debug, ASan, TSan builds), compiled away in release builds (level 0).
+ * USLAB_ASSERT_HELD - the calling thread holds ulock @l (lock.h): level 1 and up.
+ * USLAB_ASSERT_EXPENSIVE - a whole-structure check (a list walked, every
+ *   object of a sheaf looked up): level 2 (Debug and ASan builds).
+ * USLAB_EXPENSIVE - 1 at level 2, for code that only such checks need.
+ */
+#ifdef USLAB_CHECKS
+#define USLAB_ASSERT(cond)                                                                   \
+	do {                                                                                 \
+		if (unlikely(!(cond)))                                                       \
+			usl_bug(NULL, NULL, "assertion failed: %s (%s:%d)", #cond, __FILE__, \
+				__LINE__);                                                   \
+	} while (0)
+#else
+#define USLAB_ASSERT(cond) ((void)sizeof(!(cond)))
+#endif
+#define USLAB_ASSERT_HELD(l) USLAB_ASSERT(ulock_owned(l))
+#if defined(USLAB_CHECKS) && USLAB_CHECKS >= 2
+#define USLAB_EXPENSIVE 1
+#define USLAB_ASSERT_EXPENSIVE(cond) USLAB_ASSERT(cond)
+#else
+#define USLAB_EXPENSIVE 0
+#define USLAB_ASSERT_EXPENSIVE(cond) ((void)sizeof(!(cond)))
+#endif
+
+/*
+ * NO_TAIL_CALL(v) - keep the call that produced @v from becoming a jump:
+ * the exported function stays on the stack, so the debug tier's
+ * backtraces of a statically linked program find its caller after the
+ * outermost uslab_* frame (slab_debug.c).
+ */
+#define NO_TAIL_CALL(v) __asm__ volatile("" : "+r"(v))
+
+/* The position of the highest bit set, 1-based; 0 for 0 (Linux's fls()). */
+static inline unsigned int fls_uint(unsigned int x)
+{
+	return x ? 32 - __builtin_clz(x) : 0;
+}
+
+#define READ_ONCE(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define WRITE_ONCE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+
+/*
+ * A racy read that is meant to be racy (a statistic summed from words
+ * their owners write without atomics on the fast path): not reported by TSan.
+ */
+#ifdef USLAB_PRIV_TSAN
+#define NO_SANITIZE_THREAD __attribute__((no_sanitize_thread))
+#else
+#define NO_SANITIZE_THREAD
+#endif
+
+#ifdef USLAB_PRIV_ASAN /* <uslab/priv.h> detects sanitizers */
+#define USLAB_ASAN 1
+#endif
+
+#ifdef USLAB_ASAN
+#include <sanitizer/asan_interface.h>
+#define asan_poison(p, n) __asan_poison_memory_region((p), (n))
+#define asan_unpoison(p, n) __asan_unpoison_memory_region((p), (n))
+#define NO_SANITIZE_ADDRESS __attribute__((no_sanitize_address))
+#else
+#define asan_poison(p, n) ((void)(p), (void)(n))
+#define asan_unpoison(p, n) ((void)(p), (void)(n))
+#define NO_SANITIZE_ADDRESS
+#endif
+
+/* ------------------------------------------------------------ services */
+
+/* ---------------------------------------------------------- options.c */
+
+struct uslab_options {
+	unsigned int min_objects;      /* USLAB_MIN_OBJECTS */
+	unsigned int min_order;	       /* USLAB_MIN_ORDER */
+	unsigned int max_order;	       /* USLAB_MAX_ORDER */
+	unsigned int min_partial;      /* USLAB_MIN_PARTIAL */
+	unsigned int sheaf_capacity;   /* USLAB_SHEAF_CAPACITY */
+	unsigned int sheaf_bytes;      /* USLAB_SHEAF_BYTES */
+	unsigned int barn_max_full;    /* USLAB_BARN_MAX_FULL */
+	unsigned int barn_max_empty;   /* USLAB_BARN_MAX_EMPTY */
+	unsigned int lookahead;	       /* USLAB_LOOKAHEAD */
+	unsigned int purge_delay_ms;   /* USLAB_PURGE_DELAY_MS */
+	unsigned int retain_kb;	       /* USLAB_RETAIN_KB */
+	unsigned int prefetch;	       /* USLAB_PREFETCH */
+	unsigned int rcu_drain_ms;     /* USLAB_RCU_DRAIN_MS */
+	unsigned int rcu_batch_blocks; /* USLAB_RCU_BATCH_BLOCKS */
+	unsigned int rcu_max_inflight; /* USLAB_RCU_MAX_INFLIGHT */
+	unsigned int layout;	       /* USLAB_LAYOUT */
+	unsigned int colour;	       /* USLAB_COLOUR */
+	unsigned int on_bug;	       /* USLAB_ON_BUG: enum on_bug */
+	unsigned int stats;	       /* USLAB_STATS: enum stats_mode */
+	unsigned int stats_ms;	       /* USLAB_STATS_MS */
+	unsigned int counter_batch;    /* USLAB_COUNTER_BATCH */
+	unsigned int idgen_batch;      /* USLAB_IDGEN_BATCH */
+	unsigned int nr_cpus;
+};
+
+INTERNAL extern struct uslab_options usl_opt;
+INTERNAL extern const char *const usl_layout_names[USLAB_LAYOUT_NR + 1];
+enum on_bug { ON_BUG_DEFAULT, ON_BUG_ABORT, ON_BUG_REPORT };
+INTERNAL extern const char *const usl_on_bug_names[];
+enum stats_mode { STATS_OFF, STATS_ON, STATS_EXIT };
+INTERNAL extern const char *const usl_stats_names[];
+INTERNAL void options_init(void);
+INTERNAL void options_print(FILE *f);
+
+/* --------------------------------------------------------- failslab.c */
+
+INTERNAL int failslab_parse(const char *s);
+INTERNAL bool failslab_selects(const char *name, unsigned int flags);
+INTERNAL bool failslab_hit(void);
+
+/* ---------------------------------------------------------- counter.c */
+
+/* The registry lock around fork (init.c's handlers): taken last, released first. */
+INTERNAL void counter_fork_prepare(void);
+INTERNAL void counter_fork_parent(void);
+INTERNAL void counter_fork_child(void);
+
+/* ------------------------------------------------------------ debug.c */
+
+INTERNAL __attribute__((noreturn, format(printf, 3, 4))) void
+usl_bug(const struct uslab_cache *c, const void *addr, const char *fmt, ...);
+INTERNAL __attribute__((format(printf, 1, 2))) void usl_warn(const char *fmt, ...);
+INTERNAL __attribute__((format(printf, 5, 6))) bool usl_report(const struct uslab_cache *c,
+							       const void *addr, const void *site,
+							       const void *key, const char *fmt,
+							       ...);
+INTERNAL __attribute__((format(printf, 1, 2))) void usl_report_line(const char *fmt, ...);
+INTERNAL void usl_report_end(const struct uslab_cache *c);
+INTERNAL int debug_parse(const char *s);
+INTERNAL unsigned int debug_selects(const char *name);
+
+/* ------------------------------------------------------------ init.c */
+
+INTERNAL int usl_init(void);
+INTERNAL bool usl_starting_self(void);
+
+#endif /* USLAB_BASE_H */

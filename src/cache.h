@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cache.h - layer 3, cache.c: struct uslab_cache, its node of slabs, its
+ * flags; objects poisoned for ASan while they are free.
+ */
+#ifndef USLAB_CACHE_H
+#define USLAB_CACHE_H
+
+#include "slab.h"
+
+/* ------------------------------------------------------------ cache.c */
+
+/* The node: a cache's slab lists (one node: the machine is not NUMA). */
+struct node {
+	struct ulock lock;
+	struct list_node partial; /* PARTIAL slabs (struct slab.list) */
+	struct list_node full;	  /* debug caches: FULL slabs (struct slab.list) */
+	unsigned long nr_partial; /* slabs on the partial list */
+	unsigned long nr_empty;	  /* of those, slabs with no object in use */
+	unsigned long nr_slabs;	  /* slabs owned */
+	unsigned long nr_objects; /* objects those slabs hold */
+	unsigned long nr_free;	  /* free objects in slabs (lists and bump) */
+	/* Events counted under the lock, and those of threads that exited. */
+	uint64_t ev[USLAB_STAT_NR_ITEMS];
+};
+
+struct barn {
+	struct ulock lock;
+	struct sheaf *full;  /* stack of full sheaves */
+	struct sheaf *empty; /* stack of empty sheaves */
+	unsigned int nr_full;
+	unsigned int nr_empty;
+	unsigned int max_full;
+	unsigned int max_empty;
+};
+
+/* Flags a cache keeps internally, above the public ones. */
+#define CACHE_INTERNAL 0x80000000u /* uslab's own metadata cache */
+#define CACHE_KMALLOC 0x40000000u  /* a kmalloc size class (kmalloc.c) */
+#define CACHE_LARGE 0x20000000u	   /* owns kmalloc's large objects */
+#define CACHE_FAILSLAB 0x10000000u /* USLAB_FAILSLAB selects it (failslab.c) */
+/* Slab order limit of kmalloc classes: every class wastes at most 1/8 of a slab. */
+#define KMALLOC_MAX_ORDER 6
+/* The debug tier's flags (slab_debug.c). */
+#define DEBUG_FLAGS (USLAB_CONSISTENCY_CHECKS | USLAB_RED_ZONE | USLAB_POISON | USLAB_STORE_USER)
+/* struct uslab_cache.debug: running on valgrind, objects told to memcheck (no public flag). */
+#define DEBUG_VALGRIND 0x1u
+#define CACHE_PUBLIC_FLAGS (USLAB_HWCACHE_ALIGN | USLAB_TYPESAFE_BY_RCU | DEBUG_FLAGS)
+
+/* struct uslab_cache.magic: a live cache, and one destroyed (cache_delete). */
+#define CACHE_MAGIC_LIVE 0x424c5355u /* "USLB" */
+#define CACHE_MAGIC_DEAD 0xdeadc0deu
+
+struct uslab_cache {
+	/* Read by the fast path: one line, written only at creation. */
+	struct uslab_priv_cache hot; /* pcs_off: this cache's pcs in a table */
+	unsigned int magic;	     /* CACHE_MAGIC_LIVE while the cache exists */
+	unsigned int flags;
+	unsigned int object_size; /* size asked for */
+	unsigned int align;
+	/* The slabs' shape (slab_geometry.c): c->size, c->order, ... and c->geo. */
+	union {
+		struct {
+			SLAB_GEOMETRY_MEMBERS
+		};
+		struct slab_geometry geo;
+	};
+	unsigned char colour_next;   /* the next slab's colour (racy: a hint) */
+	unsigned int debug;	     /* DEBUG_FLAGS in force (slab_debug.c), 0: none */
+	unsigned int obj_off;	     /* debug: an object's offset in its slot (left red zone) */
+	unsigned int dbg_off;	     /* debug: struct obj_debug at object + dbg_off */
+	struct uslab_cache *offslab; /* OFFSLAB: the cache of the arrays */
+	unsigned int sheaf_capacity; /* 0: no sheaves */
+	unsigned int min_partial;
+	unsigned long nr_deferred; /* TYPESAFE_BY_RCU slabs waiting for gp.c */
+	int id;			   /* index of pcs; -1 without sheaves */
+	uintptr_t secret;	   /* free pointer encoding key */
+	void (*ctor)(void *obj);
+
+	struct list_node list; /* on the list of all caches (cache.c) */
+	char name[USLAB_NAME_MAX + 1];
+
+	struct barn barn CACHELINE_ALIGNED;
+	struct node node CACHELINE_ALIGNED;
+};
+
+INTERNAL extern struct ulock caches_lock;
+INTERNAL unsigned int cache_refill(struct uslab_cache *c, void **dst, unsigned int want);
+INTERNAL void cache_free_objects(struct uslab_cache *c, void **p, size_t n, unsigned int lookahead);
+INTERNAL void *cache_alloc_direct(struct uslab_cache *c);
+INTERNAL void cache_free_direct(struct uslab_cache *c, void *obj);
+INTERNAL int cache_bootstrap(void);
+INTERNAL int cache_init_internal(struct uslab_cache *c, const char *name, size_t size);
+INTERNAL void cache_fork_prepare(void);
+INTERNAL void cache_fork_parent(void);
+INTERNAL void cache_fork_child(void);
+INTERNAL void cache_shrink_node(struct uslab_cache *c);
+INTERNAL unsigned long cache_release_slabs_now(struct slab *s);
+INTERNAL struct uslab_cache *cache_new(const char *name, size_t size, size_t align,
+				       void (*ctor)(void *), unsigned int flags,
+				       unsigned int min_partial, unsigned int layout);
+INTERNAL void cache_delete(struct uslab_cache *c);
+INTERNAL void cache_check_live(const struct uslab_cache *c, const char *call);
+INTERNAL unsigned long cache_validate_node(struct uslab_cache *c, void *const *held, size_t nheld);
+INTERNAL void cache_register(struct uslab_cache *c);
+INTERNAL void cache_unregister_locked(struct uslab_cache *c);
+INTERNAL unsigned long cache_release_all(struct uslab_cache *c);
+INTERNAL void cache_list_live(struct uslab_cache *c);
+INTERNAL void cache_for_each(void (*fn)(struct uslab_cache *c, void *arg), void *arg);
+INTERNAL void cache_add_events(struct uslab_cache *c, const uint64_t *ev);
+INTERNAL void cache_node_stats(struct uslab_cache *c, struct uslab_cache_stats *st);
+INTERNAL void cache_slab_add_single(struct uslab_cache *c, struct slab *s);
+INTERNAL void cache_slab_drop_single(struct slab *s);
+
+/* Count one event of the node, under its lock; nothing without USLAB_STATS. */
+#if USLAB_STATS
+#define node_stat(n, item) ((n)->ev[item]++)
+#else
+#define node_stat(n, item) ((void)(n), (void)(item))
+#endif
+
+/*
+ * A free object is poisoned, except in TYPESAFE_BY_RCU caches (RCU readers
+ * may read it) and in debug caches (the debug tier checks them itself).
+ */
+#define obj_poison(c, obj)                                                \
+	do {                                                              \
+		if (!((c)->flags & USLAB_TYPESAFE_BY_RCU) && !(c)->debug) \
+			asan_poison((obj), (c)->size);                    \
+	} while (0)
+
+/*
+ * objs_poison - poison @objs[0..n), each for its own cache (a free array
+ * may mix caches); NULL entries and foreign pointers are left alone (the
+ * free path reports the latter). objs_unpoison - unpoison @objs[0..n) of
+ * @c as they are handed out. Nothing without ASan.
+ */
+static inline void objs_poison(void *const *objs, size_t n)
+{
+#ifdef USLAB_ASAN
+	for (size_t i = 0; i < n; i++) {
+		struct uslab_cache *oc = objs[i] ? uslab_cache_of(objs[i]) : NULL;
+
+		if (oc)
+			obj_poison(oc, objs[i]);
+	}
+#else
+	(void)objs, (void)n;
+#endif
+}
+
+static inline void objs_unpoison(const struct uslab_cache *c, void *const *objs, size_t n)
+{
+#ifdef USLAB_ASAN
+	for (size_t i = 0; i < n; i++)
+		asan_unpoison(objs[i], c->object_size);
+#else
+	(void)c, (void)objs, (void)n;
+#endif
+}
+
+#endif /* USLAB_CACHE_H */

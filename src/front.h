@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * front.h - layers 8 to 14, the front ends and what wires them: bulk
+ * calls (bulk.c), kfree_rcu (rcu.c), magazines (magazine.c), lifecycle.c,
+ * kmalloc.c, export.c, init.c.
+ */
+#ifndef USLAB_FRONT_H
+#define USLAB_FRONT_H
+
+#include "perthread.h"
+
+/* ------------------------------------------------------------- bulk.c */
+
+/*
+ * Whether @objs[0..n) holds a NULL: four entries per step, branch-free, so
+ * a bulk push without holes can be a memcpy (magazine.c).
+ */
+static inline bool ptrs_any_null(void *const *objs, size_t n)
+{
+	size_t i = 0;
+	bool z = false;
+
+	for (; i + 4 <= n; i += 4)
+		z |= !objs[i] | !objs[i + 1] | !objs[i + 2] | !objs[i + 3];
+	for (; i < n; i++)
+		z |= !objs[i];
+	return z;
+}
+
+/* ------------------------------------------------------------- rcu.c */
+
+INTERNAL void rcu_init(void);
+INTERNAL void rcu_fork_prepare(void);
+INTERNAL void rcu_fork_parent(void);
+INTERNAL void rcu_fork_child(void);
+#ifdef USLAB_TESTING
+INTERNAL extern int rcu_fault_inject; /* test hook: uslab_testing only */
+#endif
+
+/* -------------------------------------------------------- lifecycle.c */
+
+INTERNAL struct uslab_cache *lifecycle_create(const char *name, size_t size,
+					      const struct uslab_cache_args *args,
+					      unsigned int flags);
+
+/* ---------------------------------------------------------- kmalloc.c */
+
+INTERNAL int kmalloc_bootstrap(void);
+
+/* ---------------------------------------------------------- export.c */
+
+INTERNAL void export_init(void);
+INTERNAL void export_fork_child(void);
+
+#endif /* USLAB_FRONT_H */

@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * os.h - layer 1, os.c: pages, arenas and the slab registry; struct slab,
+ * the descriptor of a slab, which every layer above reads.
+ */
+#ifndef USLAB_OS_H
+#define USLAB_OS_H
+
+#include "base.h"
+
+/* ---------------------------------------------------------------- os.c */
+
+#define PAGE_SHIFT 12
+#define PAGE_SIZE (1ul << PAGE_SHIFT)
+/* Arenas are naturally aligned multiples of 2^ARENA_SHIFT bytes. */
+#define ARENA_SHIFT 26
+/* Slabs of caches go up to 2^SLAB_MAX_ORDER pages (32 MiB). */
+#define SLAB_MAX_ORDER 13
+/* Huge slabs (kmalloc's large objects) up to 2^OS_MAX_ORDER pages (64 TiB). */
+#define OS_MAX_ORDER 34
+
+/*
+ * The state of a slab (struct slab.state). The transitions are tabled at
+ * the top of cache.c (the cache's) and of os.c (the slots'), and checked
+ * with USLAB_ASSERT where they happen.
+ */
+enum slab_state {
+	SLAB_FREE = 0, /* slot of an arena, owned by os.c; or off its node on
+			  a release chain, on its way back to os.c */
+	SLAB_NEW,      /* just taken by a cache, not yet on any list */
+	SLAB_PARTIAL,  /* on the node partial list: some objects free */
+	SLAB_FULL,     /* no free object in the slab; on no list */
+	SLAB_DIRTY,    /* free slot of an arena, pages still resident (os.c) */
+	SLAB_PURGING,  /* free slot being given back outside os_lock (os.c) */
+};
+
+/* An os call purges at most this many retained slabs (and about 256 KiB). */
+#define OS_PURGE_BATCH 4
+
+/*
+ * struct slab - descriptor of one slab. Lives in its arena's descriptor
+ * table, never inside the slab, so object -> slab is arithmetic.
+ * Fields other than @cache, @base, @objects are protected by the owning
+ * cache's node lock once the slab is on a list (state PARTIAL or FULL).
+ * Always nfree <= bump <= objects.
+ *
+ * A slab is on at most one list at a time, so one pointer pair serves
+ * them all: @list links the doubly linked lists (src/list.h), @next the
+ * singly linked chains, and the two overlay (@next is @list.next).
+ */
+struct slab {
+	struct uslab_cache *cache; /* owner; NULL while the slot is free */
+	/* FREEPTR: the first free object, chain encoded. Index layouts: the
+	   index array (OBJFREELIST: the free object holding it, NULL while
+	   no index is free) */
+	void *freelist;
+	uint32_t nfree; /* free objects on @freelist */
+	uint32_t bump;	/* objects [bump, objects) never used */
+	/* @objects and @colour are set before the slab is published and do
+	   not change while it is owned (read without the lock) */
+	uint32_t objects : 28; /* objects in the slab */
+	uint32_t colour : 4;   /* first object at base + colour * cache->colour_off */
+	uint8_t : 0; /* (C11: a separate memory location from @state, written under the lock) */
+	uint8_t state : 7;  /* enum slab_state */
+	uint8_t zeroed : 1; /* os.c gave it reading as zeros */
+	uint8_t order;	    /* the slab is 2^order pages */
+	/* The cache's id while its objects may be freed to sheaves, else 0:
+	   the inline kfree's pcs (uslab/kmalloc.h) */
+	uint16_t pcs_id;
+	union {
+		/* PARTIAL: the node partial list; DIRTY, PURGING: os.c's lists */
+		struct list_node list;
+		/* FREE: a release chain (cache.c, gp.c) or an arena's free slots */
+		struct slab *next;
+	};
+	char *base; /* first byte of the slab */
+	union {
+		uint64_t freed_ms;   /* DIRTY: when os.c got it back */
+		uint64_t large_size; /* a large object's slab: its usable bytes */
+	};
+};
+
+_Static_assert(sizeof(struct slab) == CACHELINE, "a slab descriptor is one cache line");
+_Static_assert(offsetof(struct slab, next) == offsetof(struct slab, list.next),
+	       "@next is @list.next");
+
+INTERNAL struct slab *os_slab_alloc(unsigned int order);
+INTERNAL void os_slab_free(struct slab *s);
+INTERNAL void os_slab_prefetch(const void *p);
+
+/* User addresses are below 2^VA_BITS; the registry has one entry per 2^ARENA_SHIFT bytes. */
+#define VA_BITS 47
+#define ARENA_GRANULE (1ul << ARENA_SHIFT)
+
+/*
+ * slab_desc - the descriptor of address @a from @e, the non-zero registry
+ * entry of its granule: <uslab/priv.h>'s arithmetic, the one copy, which
+ * the inline kfree runs too (src/abi.c pins the constants it uses).
+ */
+#define slab_desc(a, e) ((struct slab *)(uintptr_t)uslab_priv_slab_desc((a), (e)))
+
+/*
+ * os_slab_lookup - the descriptor of the live slab holding @p, or NULL
+ * (not in a slab owned by a cache) in O(1) without a lock: one load of
+ * the slab registry (uslab_priv_slab_map, os.c's), a shift, the
+ * descriptor's owner. Descriptors are never unmapped, so a lookup racing
+ * with an arena's release reads a free slot. Inline: the library's free
+ * checks every pointer with it.
+ */
+static inline struct slab *os_slab_lookup(const void *p)
+{
+	uintptr_t a = (uintptr_t)p, e;
+	struct slab *s;
+
+	if (unlikely(a >> VA_BITS))
+		return NULL;
+	e = __atomic_load_n(&uslab_priv_slab_map[a >> ARENA_SHIFT], __ATOMIC_ACQUIRE);
+	if (!e)
+		return NULL;
+	/* Arenas cover whole granules: the index stays inside the arena's slots. */
+	s = slab_desc(a, e);
+	if (!__atomic_load_n(&s->cache, __ATOMIC_ACQUIRE))
+		return NULL;
+	return s;
+}
+INTERNAL void *os_mmap(size_t size);
+INTERNAL void os_munmap(void *p, size_t size);
+INTERNAL void os_fork_prepare(void);
+INTERNAL void os_fork_parent(void);
+INTERNAL void os_fork_child(void);
+INTERNAL size_t os_arena_count(void);
+INTERNAL void os_purge(void);
+INTERNAL size_t os_dirty_bytes(void);
+
+#endif /* USLAB_OS_H */

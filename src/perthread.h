@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * perthread.h - layers 5 to 7: sheaves (sheaf.c), the barn's functions
+ * (barn.c; struct barn is in cache.h, the cache embeds it), each thread's
+ * sheaves of each cache (pcs.c) and its table of them, cache ids (thread.c).
+ */
+#ifndef USLAB_PERTHREAD_H
+#define USLAB_PERTHREAD_H
+
+#include "gp.h"
+
+/* ------------------------------------------------------------ sheaf.c */
+
+struct pcs;
+
+struct sheaf {
+	struct sheaf *next;	  /* barn stack link */
+	const struct pcs *filler; /* who put it in the barn full */
+	uint32_t size;		  /* objects held, when not a thread's main */
+	uint32_t capacity;
+	void *objs[];
+};
+
+/* Sheaf sizes: 16-byte header plus a power-of-two-minus-header array. */
+#define SHEAF_CLASSES 7
+INTERNAL extern const unsigned int sheaf_caps[SHEAF_CLASSES];
+INTERNAL extern struct uslab_cache *sheaf_caches[SHEAF_CLASSES];
+INTERNAL int sheaf_bootstrap(void);
+INTERNAL unsigned int sheaf_capacity_for(unsigned int size, unsigned int requested);
+INTERNAL struct sheaf *sheaf_alloc(struct uslab_cache *c);
+INTERNAL void sheaf_free(struct uslab_cache *c, struct sheaf *sh);
+INTERNAL void sheaf_flush(struct uslab_cache *c, struct sheaf *sh);
+INTERNAL void sheaf_prefetch(struct sheaf *sh);
+
+/* ------------------------------------------------------------- barn.c */
+
+INTERNAL void barn_init(struct barn *b, unsigned int max_full, unsigned int max_empty);
+INTERNAL struct sheaf *barn_replace_empty(struct barn *b, struct sheaf **empty);
+INTERNAL struct sheaf *barn_replace_full(struct barn *b, struct sheaf *full, bool *taken);
+INTERNAL struct sheaf *barn_get_empty(struct barn *b);
+INTERNAL bool barn_put_empty(struct barn *b, struct sheaf *empty);
+INTERNAL bool barn_put_full(struct barn *b, struct sheaf *full);
+INTERNAL void barn_drain(struct uslab_cache *c);
+INTERNAL void barn_counts(struct barn *b, unsigned long *full, unsigned long *empty);
+INTERNAL size_t barn_gather(struct barn *b, void **dst, size_t max);
+
+/* ---------------------------------------------------- pcs.c, thread.c */
+
+/*
+ * struct pcs - one thread's sheaves for one cache: two cache lines in the
+ * thread's table at offset cache->hot.pcs_off, the fast paths touching the
+ * first only. The main sheaf is described by three pointers so the fast
+ * path is a compare and a load or store: objects are [bottom, top), room
+ * up to limit. All NULL (the state of every entry of a thread that has not
+ * started, and of caches without sheaves) sends both fast paths to their
+ * slow paths.
+ */
+struct pcs {
+	/* First line: the fast paths (uslab/fastpath.h) and bulk counters. */
+	struct uslab_priv_pcs hot;
+	struct sheaf *main;
+	/* Second line: the slow paths. */
+	struct sheaf *spare;	   /* NULL, or an empty or full sheaf */
+	struct uslab_cache *cache; /* owner of the sheaves, NULL if unused */
+	struct pcs_events *events; /* slow-path counters, lazily allocated */
+} CACHELINE_ALIGNED;
+
+_Static_assert(sizeof(struct pcs) == 2 * CACHELINE, "a pcs is two cache lines");
+
+struct pcs_events {
+	uint64_t ev[USLAB_STAT_NR_ITEMS];
+};
+
+/*
+ * pcs_of - the calling thread's pcs of @c: in its own table, or in the
+ * zero table shared by threads without state, where both fast paths see
+ * no room and go to their slow paths. Never write through it before
+ * pcs_self() or a slow path has started the thread.
+ */
+static inline struct pcs *pcs_of(const struct uslab_cache *c)
+{
+	return (struct pcs *)(void *)(uslab_priv_pcs_table + c->hot.pcs_off);
+}
+
+INTERNAL extern struct uslab_cache *events_cache;
+INTERNAL int pcs_bootstrap(void);
+INTERNAL struct pcs *pcs_self(const struct uslab_cache *c);
+INTERNAL bool pcs_refill_main(struct uslab_cache *c, struct pcs *p, bool from_slabs);
+INTERNAL bool pcs_make_room(struct uslab_cache *c, struct pcs *p, bool may_flush);
+INTERNAL void pcs_drain(struct pcs *p);
+INTERNAL void pcs_flush_self(struct uslab_cache *c);
+INTERNAL void pcs_push(struct uslab_cache *c, void *obj);
+INTERNAL size_t pcs_gather_self(struct uslab_cache *c, void **dst, size_t max);
+INTERNAL void pcs_stat(struct pcs *p, enum uslab_stat_item item, uint64_t n);
+INTERNAL void pcs_events_sum(const struct pcs *p, uint64_t *ev);
+
+INTERNAL int thread_start_self(void);
+INTERNAL bool thread_started(void);
+INTERNAL void thread_note_id(int id);
+INTERNAL int thread_id_attach(struct uslab_cache *c, unsigned int sheaf_capacity);
+INTERNAL void thread_id_detach_locked(struct uslab_cache *c);
+INTERNAL void thread_lock_self(void);
+INTERNAL void thread_unlock_self(void);
+INTERNAL void thread_drain_cache(struct uslab_cache *c);
+INTERNAL void thread_sum_events(const struct uslab_cache *c, uint64_t *ev);
+INTERNAL uint64_t thread_sum_sheaved(const struct uslab_cache *c);
+INTERNAL int thread_init(void);
+INTERNAL void thread_fork_prepare(void);
+INTERNAL void thread_fork_parent(void);
+INTERNAL void thread_fork_child(void);
+
+#endif /* USLAB_PERTHREAD_H */
