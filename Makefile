@@ -43,8 +43,10 @@ bench: deps-bench
 	@bench/run build/bench
 
 # The harness end to end, not a measurement: bench/run fails if a section,
-# a plot, a goal row's or a table row's figures are missing.
+# a plot, a goal row's or a table row's figures are missing (bench/selftest.py
+# checks that it does, on fake programs).
 bench-tiny: deps-bench
+	@bench/selftest.py
 	@cmake --preset bench >/dev/null
 	@cmake --build --preset bench -j $(JOBS)
 	@rm -rf build/bench-tiny

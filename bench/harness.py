@@ -24,7 +24,6 @@ import csv
 import datetime
 import os
 import shlex
-import statistics
 import subprocess
 import sys
 import time
@@ -227,10 +226,10 @@ class Bench:
         os.makedirs(self.out, exist_ok=True)
         self.tiny = os.environ.get("BENCH_TINY", "0") == "1"
         self.quick = self.tiny or os.environ.get("BENCH_QUICK", "0") == "1"
-        self.mode = "tiny" if self.tiny else "quick" if self.quick else "full"
-        self.reps = int(os.environ.get("BENCH_REPS", 1 if self.tiny else default_reps))
-        if self.reps < 1:
-            raise Failure("BENCH_REPS must be at least 1")
+        reps = os.environ.get("BENCH_REPS", str(1 if self.tiny else default_reps))
+        if not reps.isdigit() or int(reps) < 1:
+            raise Failure(f"BENCH_REPS={reps}: a number of alternations, at least 1")
+        self.reps = int(reps)
         self.only = only
         self.nproc = os.cpu_count() or 1
         self.store = None
@@ -260,12 +259,11 @@ class Bench:
         for k in unset:
             e.pop(k, None)
         e.update(env or {})
-        r = subprocess.run(
-            [str(c) for c in cmd],
-            env=e,
-            stdout=subprocess.PIPE if stdout else subprocess.DEVNULL,
-            text=True,
-        )
+        try:
+            r = subprocess.run([str(c) for c in cmd], env=e, text=True,
+                               stdout=subprocess.PIPE if stdout else subprocess.DEVNULL)
+        except OSError as err:
+            raise Failure(f"{cmd[0]}: {err.strerror} (build the bench preset)") from None
         if check and r.returncode != 0:
             envs = " ".join(f"{k}={v}" for k, v in (env or {}).items())
             raise Failure(
@@ -336,7 +334,10 @@ class Bench:
         """Write png with a gnuplot script (terminal and output set here)."""
         self.plots.append(png)
         head = f'set terminal pngcairo size {size} font {font}{extra}\nset output "{self.path(png)}"\n'
-        r = subprocess.run(["gnuplot"], input=head + script, text=True, stderr=subprocess.PIPE)
+        try:
+            r = subprocess.run(["gnuplot"], input=head + script, text=True, stderr=subprocess.PIPE)
+        except FileNotFoundError:
+            raise Failure("no gnuplot (scripts/deps.sh bench)") from None
         if r.returncode != 0:
             raise Failure(f"gnuplot failed for {png}: {r.stderr.strip()}")
 
@@ -444,10 +445,9 @@ def main(prog, argv, fixed=None, section_file=None):
     if unknown:
         log(prog, f"unknown benchmark(s) {' '.join(unknown)} (BENCH_ONLY: {' '.join(names)})")
         return 2
-    h = Bench(prog, build, out, only)
     suites = [s for s in all_suites if s.NAME in only]
     try:
-        return drive(h, suites, section_file)
+        return drive(Bench(prog, build, out, only), suites, section_file)
     except Failure as e:
         log(prog, f"FAILED: {e}")
         return 1
@@ -520,13 +520,12 @@ def drive(h, suites, section_file):
     problems += [f"table row with nothing measured: {row}" for row in empty_rows(r.lines)]
     with open(path, "w") as f:
         f.write(r.text())
-    if section_file is None:
-        latest = os.path.join(h.here, "results", "latest")
-        try:
+    latest = os.path.join(h.here, "results", "latest")
+    if section_file is None and os.path.dirname(h.out) == os.path.dirname(latest):
+        try:  # bench/results/latest: the newest run there
             if os.path.islink(latest):
                 os.unlink(latest)
-            if os.path.dirname(h.out) == os.path.dirname(latest):
-                os.symlink(os.path.basename(h.out), latest)
+            os.symlink(os.path.basename(h.out), latest)
         except OSError:
             pass
     h.log(f"wrote {path}")
