@@ -69,9 +69,13 @@ def div(a, b):
 
 
 def worst(pairs):
-    """The largest (value, label) of pairs whose value was measured."""
-    pairs = [p for p in pairs if p[0] is not None]
-    return max(pairs, key=lambda p: p[0]) if pairs else (None, "-")
+    """The largest (value, label) of pairs whose value was measured (of equal
+    values, the last)."""
+    best = (None, "-")
+    for p in pairs:
+        if p[0] is not None and (best[0] is None or p[0] >= best[0]):
+            best = p
+    return best
 
 
 def median_str(values):
@@ -141,10 +145,12 @@ class Report:
         self.headings.append(text)
 
     def table(self, header, rows):
-        self.lines.append(("| " + " | ".join(header) + " |").replace("|  |", "| |"))
+        def line(cells):
+            return "|" + "|".join(f" {c} " if c != "" else " " for c in cells) + "|"
+
+        self.lines.append(line(header))
         self.lines.append("|" + "---|" * len(header))
-        for row in rows:
-            self.lines.append(("| " + " | ".join(str(c) for c in row) + " |").replace("|  |", "| |"))
+        self.lines.extend(line(row) for row in rows)
 
     def image(self, name, png):
         self.lines.extend(["", f"![{name}]({png})"])

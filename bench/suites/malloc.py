@@ -29,7 +29,7 @@ import tempfile
 import time
 from types import SimpleNamespace as NS
 
-from harness import Failure, Goal, Store, div, fmt, ratio
+from harness import Failure, Goal, Store, div, fmt, ratio, worst
 
 ORDER = 200
 GOALS_INLINE = True
@@ -517,8 +517,7 @@ def _geo_time(h, p):
 
 def _geo_rss(h, p):
     v = geo(h, p, "uslab", rss)
-    w = [(ratio(rss(h, row, "uslab"), rss(h, row, "mimalloc")), rowname(row)) for row in p.rows]
-    w = max((x for x in w if x[0] is not None), default=(None, "-"))
+    w = worst([(ratio(rss(h, row, "uslab"), rss(h, row, "mimalloc")), rowname(row)) for row in p.rows])
     return v, f"geomean {fmt(v, '%.3f')}x (worst: {div(w[0], 1)}x, {w[1]})"
 
 
@@ -527,7 +526,7 @@ def _worst_vs_best(h, p):
     for row in p.rows:
         bt = best(h, p, row, tim)
         w.append((ratio(tim(h, row, "uslab"), bt[0]), f"{rowname(row)} (best: {bt[1]})"))
-    w = max((x for x in w if x[0] is not None), default=(None, "-"))
+    w = worst(w)
     return w[0], f"worst {div(w[0], 1)}x: {w[1]}"
 
 
