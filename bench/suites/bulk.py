@@ -1,0 +1,145 @@
+"""P2/P3: bulk alloc and free (the seed's slab_bulk_test01/02/03) and test05."""
+
+from types import SimpleNamespace as NS
+
+from harness import Goal, div, fmt, ratio, worst
+
+ORDER = 40
+PLOTS = ["bulk01.png"]
+HEADINGS = [
+    "## P2: bulk alloc and free (the seed's slab_bulk_test01)",
+    "### slab_bulk_test02: repeated bulk calls, cycles per object",
+    "### slab_bulk_test05: kfree_bulk against kmem_cache_free_bulk (issue 11)",
+    "## P3: the worst case (slab_bulk_test03), chunks of 64 from a large live set",
+]
+BULK_PEERS = ["uslab", "uslab-call", "dpdk", "mimalloc"]
+N = [1, 2, 3, 4, 8, 16, 30, 32, 34, 48, 64, 128, 158, 250]
+# test03: (program, USLAB_LOOKAHEAD, USLAB_SHEAF_CAPACITY); the program names its variant.
+T3 = [("uslab", 0, None), ("uslab", 3, None), ("uslab", 8, None), ("uslab", 0, 1), ("uslab", 3, 1),
+      ("uslab", 8, 1), ("dpdk", None, None), ("mimalloc", None, None)]
+T3_NAMES = ["uslab-la0", "uslab-la3", "uslab-la8", "uslab-la0-nosheaf", "uslab-la3-nosheaf",
+            "uslab-la8-nosheaf", "dpdk", "mimalloc"]
+
+
+def setup(h):
+    return NS(b1=h.size(2000000, 200000, 20000), b2=h.size(200000, 20000, 4096), b2_repeat=h.size(100, 20, 3),
+              b3_live=h.size(1000000, 100000, 10000), b3_ops=h.size(200000, 20000, 2000))
+
+
+def run(h, p):
+    h.log("P2/P3: bulk alloc/free (the seed's slab_bulk_test01/02/03)")
+    h.alternate("bulk", ["test01", p.b1], BULK_PEERS)
+    h.alternate("bulk", ["test02", p.b2, p.b2_repeat], ["uslab", "dpdk"])
+    h.alternate("bulk", ["test05", p.b1], ["uslab"])
+    for r in h.repetitions():
+        for prog, la, cap in T3:
+            env = {}
+            if la is not None:
+                env["USLAB_LOOKAHEAD"] = str(la)
+            if cap is not None:
+                env["USLAB_SHEAF_CAPACITY"] = str(cap)
+            h.run(r, [h.exe(f"bulk-{prog}"), "test03", p.b3_live, 64, p.b3_ops], env=env)
+
+
+def report(h, p, r):
+    def g(t, v, n, m):
+        return h.get(t, v, n, m)
+
+    r.heading(HEADINGS[0])
+    r(f"`bulk-<peer> test01 {p.b1}`: 256-byte objects, \"fallback\" (n single allocs then",
+      "n single frees) against the bulk API (one bulk alloc, one bulk free), per object;",
+      "objects are not touched, as in the seed's module. DPDK: rte_mempool_generic_get/put",
+      "through a 512-object per-lcore cache.", "")
+    rows, dat = [], []
+    for n in N:
+        uf, ub = g("test01", "uslab", n, "fallback_ns"), g("test01", "uslab", n, "bulk_ns")
+        df, db = g("test01", "dpdk", n, "fallback_ns"), g("test01", "dpdk", n, "bulk_ns")
+        mb = g("test01", "mimalloc", n, "bulk_ns")
+        imp = "-" if uf is None or ub is None else "%.1f%%" % (100 * (uf - ub) / uf)
+        rows.append((n, f"{fmt(g('test01', 'uslab', n, 'fallback_cycles'), '%.0f')} cycles(tsc) {fmt(uf, '%.3f')} ns",
+                     f"{fmt(g('test01', 'uslab', n, 'bulk_cycles'), '%.0f')} cycles(tsc) {fmt(ub, '%.3f')} ns",
+                     imp, f"{fmt(df, '%.3f')} ns", f"{fmt(db, '%.3f')} ns", div(ub, db), f"{fmt(mb, '%.3f')} ns"))
+        dat.append((n, ub, uf, db, g("test01", "uslab-call", n, "bulk_ns"), mb))
+    r.table(["n", "uslab fallback", "uslab bulk", "improved", "DPDK fallback", "DPDK bulk", "uslab/DPDK bulk",
+             "mimalloc bulk (loop)"], rows)
+    f = h.dat("bulk01.dat", dat)
+    h.plot("bulk01.png", f"""set title "bulk alloc+free, 256 bytes, per object (lower is better)"
+set xlabel "objects per call (log)"
+set ylabel "ns per object"
+set datafile missing "-"
+set logscale x 2
+set grid
+set yrange [0:*]
+set key top right
+plot "{f}" using 1:2 with linespoints title "uslab bulk (inline)", \\
+     "" using 1:5 with linespoints title "uslab bulk (library call)", \\
+     "" using 1:3 with linespoints title "uslab fallback (single calls)", \\
+     "" using 1:4 with linespoints title "DPDK mempool bulk", \\
+     "" using 1:6 with linespoints title "mimalloc (loop of single calls)"
+""")
+    r.image("bulk", "bulk01.png")
+
+    r.heading(HEADINGS[1])
+    r(f"`bulk-<peer> test02 {p.b2} {p.b2_repeat}`: each size measured {p.b2_repeat} times in one run.", "")
+
+    def t2(v, n):
+        return (f"{fmt(g('test02', v, n, 'min'), '%.1f')} / {fmt(g('test02', v, n, 'avg'), '%.2f')} / "
+                f"{fmt(g('test02', v, n, 'max'), '%.1f')} / {fmt(g('test02', v, n, 'stddev'), '%.2f')}")
+
+    r.table(["n", "uslab min / avg / max / stddev", "DPDK min / avg / max / stddev"],
+            [(n, t2("uslab", n), t2("dpdk", n)) for n in (16, 48, 144, 512, 2048)])
+
+    r.heading(HEADINGS[2])
+    r(f"`bulk-uslab test05 {p.b1}`: one bulk alloc of n 256-byte objects, then the same",
+      "objects freed by uslab_cache_free_bulk(c), by kfree_bulk (uslab_cache_free_bulk(NULL)),",
+      "or one by one with uslab_kfree; cycles per object of alloc + free.", "")
+    rows = []
+    for n in N:
+        a, b = g("test05", "uslab", n, "cache_cycles"), g("test05", "uslab", n, "kfree_bulk_cycles")
+        rows.append((n, fmt(a, "%.0f"), fmt(b, "%.0f"), div(b, a), fmt(g("test05", "uslab", n, "kfree_cycles"), "%.0f")))
+    r.table(["n", "free_bulk(c)", "kfree_bulk", "kfree_bulk / free_bulk(c)", "kfree loop"], rows)
+
+    r.heading(HEADINGS[3])
+    r(f"`bulk-<peer> test03 {p.b3_live} 64 {p.b3_ops}`: {p.b3_live} live objects; each step bulk-frees 64",
+      "of them drawn at random (neighbours come from different slabs) and bulk-allocates",
+      "64 back. Per object, one free + one alloc, including the benchmark's own random",
+      "draws. \"la\" is USLAB_LOOKAHEAD; \"nosheaf\" is USLAB_SHEAF_CAPACITY=1, so every",
+      "free goes to the slabs as detached freelists (the seed's case).", "")
+    d3 = g("test03", "dpdk", 64, "ns")
+    r.table(["variant", "per object", "ratio to DPDK"],
+            [(v, f"{fmt(g('test03', v, 64, 'cycles'), '%.0f')} cycles(tsc) {fmt(g('test03', v, 64, 'ns'), '%.3f')} ns",
+              div(g("test03", v, 64, "ns"), d3)) for v in T3_NAMES])
+
+
+def _worst_vs_dpdk(h, p):
+    v, _ = worst([(ratio(h.get("test01", "uslab", n, "bulk_ns"), h.get("test01", "dpdk", n, "bulk_ns")), n)
+                  for n in (8, 16, 30, 32, 34, 48, 64)])
+    return v, None
+
+
+def _flat(h, p):
+    xs = [x for x in (h.get("test01", "uslab", n, "bulk_ns") for n in N) if x is not None]
+    v = max(xs) / min(xs) if xs and min(xs) > 0 else None
+    return v, fmt(v, "%.2f")
+
+
+def _t3(peer):
+    return lambda h, p: (ratio(h.get("test03", "uslab-la3", 64, "ns"), h.get("test03", peer, 64, "ns")), None)
+
+
+def _k5(h, p):
+    v, _ = worst([(ratio(h.get("test05", "uslab", n, "kfree_bulk_cycles"), h.get("test05", "uslab", n, "cache_cycles")), n)
+                  for n in N])
+    return v, None
+
+
+GOALS = [
+    Goal("P2 bulk <= 1.0x DPDK at n = 8..64 (worst n)", _worst_vs_dpdk, "<=", 1.0),
+    Goal("P2 flat: max/min over n = 1..250 <= 2", _flat, "<=", 2),
+    Goal("P2 n = 1 bulk <= 1.1x the single path",
+         lambda h, p: (ratio(h.get("test01", "uslab", 1, "bulk_ns"), h.get("test01", "uslab", 1, "fallback_ns")), None),
+         "<=", 1.1),
+    Goal("P3 scattered chunks of 64 <= 2x DPDK", _t3("dpdk"), "<=", 2),
+    Goal("P3 scattered chunks of 64 <= 0.5x mimalloc", _t3("mimalloc"), "<=", 0.5),
+    Goal("kfree_bulk <= 1.2x free_bulk(c), n = 1..250 (worst n; test05)", _k5, "<=", 1.2),
+]

@@ -1,0 +1,71 @@
+"""The debug tier's cost (issue 12): the P1 pair (inline and through the
+library's functions) and the stress test with every cache in each tier
+(USLAB_DEBUG), alternated with the default tier."""
+
+import time
+from types import SimpleNamespace as NS
+
+from harness import Goal, div, fmt, ratio
+
+ORDER = 110
+GOALS_INLINE = True
+HEADINGS = ["## The debug tier's cost (issue 12)"]
+SETS = ["none", "F", "Z", "P", "U", "FZP", "FZPU"]
+UNSET = ("USLAB_DEBUG", "USLAB_ON_BUG")
+
+
+def setup(h):
+    # Pairs: iters in the default tier (P1's count), iters_tier in the debug tiers.
+    stress = h.size([4, 25, 5], [2, 10, 2], [2, 2, 1])
+    return NS(iters=h.size(20000000, 2000000, 200000), iters_tier=h.size(200000, 20000, 2000),
+              stress=stress, sp="x".join(map(str, stress)))
+
+
+def env(d):
+    return {} if d == "none" else {"USLAB_DEBUG": d}
+
+
+def run(h, p):
+    h.log(f"debug: the P1 pair and the stress test per debug tier ({' '.join(SETS)}), {h.reps} alternations")
+    for r in h.repetitions():
+        for d in SETS:
+            n = p.iters if d == "none" else p.iters_tier
+
+            def rename(f, d=d):
+                return [f[0], f"{f[1]}-{d}"] + f[2:]
+            for prog in ("pair-uslab", "pair-uslab-call"):
+                h.run(r, [h.exe(prog), 256, n, 3], env=env(d), unset=UNSET, rename=rename)
+            t0 = time.monotonic()
+            h.command([h.exe("stress")] + p.stress, env=env(d), unset=UNSET, stdout=False)
+            h.store.add(r, "stress", f"stress-{d}", p.sp, "seconds", "%.3f" % (time.monotonic() - t0))
+
+
+def report(h, p, r):
+    r.heading(HEADINGS[0])
+    r("Every cache in the tier named (`USLAB_DEBUG=<tier>`; none: the default tier), alternated",
+      f"{h.reps} times. P1: `pair-uslab 256 N 3` (inline fast path) and `pair-uslab-call` (the",
+      f"library's functions), N = {p.iters} in the default tier and {p.iters_tier} in the debug tiers;",
+      f"stress: `stress {' '.join(map(str, p.stress))}` (tests/stress/stress.c: threads, cross-thread frees, kmalloc,",
+      "bulk, magazines, content checks), wall seconds. A cache in the tier has no sheaves: every",
+      "call takes the node lock, then the checks; U takes two backtraces per pair.", "")
+    rows = []
+    for d in SETS:
+        a, b = h.get("pair", f"uslab-{d}", 256, "ns"), h.get("pair", f"uslab-call-{d}", 256, "ns")
+        t = h.get("stress", f"stress-{d}", p.sp, "seconds")
+        rows.append((d, f"{fmt(a, '%.2f')} ns", div(a, h.get("pair", "uslab-none", 256, "ns")),
+                     f"{fmt(b, '%.2f')} ns", div(b, h.get("pair", "uslab-call-none", 256, "ns")),
+                     f"{fmt(t, '%.2f')} s", div(t, h.get("stress", "stress-none", p.sp, "seconds"))))
+    r.table(["tier", "P1 inline", "x none", "P1 library", "x none", "stress", "x none"], rows)
+    r()
+    r.goals(h, p, GOALS)
+
+
+GOALS = [
+    Goal("FZPU P1 pair <= 5x the default tier",
+         lambda h, p: (ratio(h.get("pair", "uslab-FZPU", 256, "ns"), h.get("pair", "uslab-none", 256, "ns")), None),
+         "<=", 5),
+    Goal("FZPU stress <= 5x the default tier",
+         lambda h, p: (ratio(h.get("stress", "stress-FZPU", p.sp, "seconds"),
+                             h.get("stress", "stress-none", p.sp, "seconds")), None),
+         "<=", 5),
+]

@@ -1,0 +1,97 @@
+"""P5: packet forwarding (the NAPI skb cache pattern), 1 and 2 threads."""
+
+from types import SimpleNamespace as NS
+
+from harness import Goal, div, fmt, ratio
+
+ORDER = 60
+PLOTS = ["forward.png"]
+HEADINGS = ["## P5: packet forwarding (the NAPI skb cache pattern)"]
+# forward-<peer> VARIANT: the uslab variants are one program, the peers one each.
+VARIANTS = [("uslab", "single"), ("uslab", "bulk"), ("uslab", "batch"), ("uslab", "magazine"),
+            ("uslab", "magbulk"), ("dpdk", "bulk"), ("mimalloc", "single"), ("glibc", "single")]
+NAMES = ["uslab-single", "uslab-bulk", "uslab-batch", "uslab-magazine", "uslab-magbulk", "dpdk", "mimalloc", "glibc"]
+USLAB = NAMES[:5]
+# 2 threads twice: the default ring (2048 slots, "2T") and a ring of one
+# burst (BENCH_FW_RING=64, "2T-r64": RX and TX completion in lockstep).
+RUNS = [(1, 2048), (2, 2048), (2, 64)]
+COLUMNS = ["1T", "2T", "2T-r64"]
+
+
+def setup(h):
+    return NS(packets=h.size(20000000, 2000000, 100000), preps=h.size(3, 3, 1))
+
+
+def run(h, p):
+    h.log("P5: packet forwarding (RX bursts of 64, TX ring, TX completion), 1 and 2 threads")
+    for n, ring in RUNS:
+        for r in h.repetitions():
+            for prog, v in VARIANTS:
+                h.run(r, [h.exe(f"forward-{prog}"), v, n, p.packets, p.preps], env={"BENCH_FW_RING": str(ring)})
+
+
+def report(h, p, r):
+    r.heading(HEADINGS[0])
+    r(f"`forward-<peer> VARIANT 1|2 {p.packets} {p.preps}`: RX allocates bursts of 64 256-byte \"skb heads\"",
+      "and writes their first cache line; they wait in a TX ring; once 1024 wait, TX completion",
+      "frees the oldest 64. 1 thread: RX and TX completion alternate. 2 threads: RX on CPU 0,",
+      "TX completion on CPU 1, a 2048-slot SPSC ring between them, TX completing the oldest 64",
+      "while 1088 wait; 2 threads, ring 64 (`BENCH_FW_RING=64`): a ring of one burst, TX",
+      "completing each as soon as it is there. Million packets per second",
+      "(one alloc + one free + the RX write per packet), timed by the workers themselves.",
+      "uslab: single = uslab_cache_alloc/free per packet; bulk = one alloc_bulk and one",
+      "free_bulk of 64; batch = bulk alloc, TX frees through an on-stack uslab_free_batch;",
+      "magazine = uslab_magazine_alloc/free per packet (one magazine on 1 thread, one per",
+      "side on 2: RX capacity 64 refill 64, TX capacity 128); magbulk = the same magazines,",
+      "uslab_magazine_alloc_bulk/free_bulk of 64. DPDK: rte_mempool_generic_get/put of 64",
+      "through each thread's own per-lcore cache (512), a pool of 8191 objects.",
+      "mimalloc, glibc: malloc/free per packet.", "")
+    rows, dat = [], []
+    for v in NAMES:
+        row = [v]
+        for n in COLUMNS:
+            m = h.get("forward", v, n, "mpps")
+            row += [fmt(m, "%.1f"), fmt(h.get("forward", v, n, "ns"), "%.3f"),
+                    div(m, h.get("forward", "uslab-single", n, "mpps")), div(m, h.get("forward", "dpdk", n, "mpps"))]
+        rows.append(row)
+        dat.append([v] + [h.get("forward", v, n, "mpps") for n in COLUMNS])
+    head = ["variant"]
+    for t in ("1 thread", "2 threads", "2 threads, ring 64"):
+        head += [f"{t} Mpps", "ns/packet", "x single", "x DPDK"]
+    r.table(head, rows)
+    f = h.dat("forward.dat", dat)
+    h.plot("forward.png", f"""set title "packet forwarding, 256-byte heads, bursts of 64 (higher is better)"
+set ylabel "million packets per second"
+set datafile missing "-"
+set style data histogram
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set grid ytics
+set yrange [0:*]
+set xtics rotate by -30
+plot "{f}" using 2:xtic(1) title "1 thread", "" using 3 title "2 threads (RX, TX completion)", "" using 4 title "2 threads, ring of 64"
+""")
+    r.image("forward", "forward.png")
+
+
+def _vs_single(v, n):
+    return lambda h, p: (ratio(h.get("forward", v, n, "mpps"), h.get("forward", "uslab-single", n, "mpps")), None)
+
+
+def _best(h, n):
+    got = [(h.get("forward", v, n, "mpps"), v) for v in USLAB]
+    got = [x for x in got if x[0] is not None]
+    return max(got) if got else (None, "-")
+
+
+def _best_vs_dpdk(n):
+    return lambda h, p: (ratio(_best(h, n)[0], h.get("forward", "dpdk", n, "mpps")), None)
+
+
+GOALS = []
+for _n in COLUMNS:
+    GOALS += [
+        Goal(f"P5 {_n} magazine (per packet) >= 1.5x single", _vs_single("uslab-magazine", _n), ">=", 1.5),
+        Goal(f"P5 {_n} magazine (bursts of 64, magbulk) >= 1.5x single", _vs_single("uslab-magbulk", _n), ">=", 1.5),
+        Goal(lambda h, p, n=_n: f"P5 {n} best uslab ({_best(h, n)[1]}) >= DPDK", _best_vs_dpdk(_n), ">=", 1),
+    ]

@@ -1,0 +1,94 @@
+"""kmalloc: objects of random sizes through each peer's malloc-like interface (issue 10)."""
+
+from types import SimpleNamespace as NS
+
+from harness import Goal, div, fmt, ratio
+from suites import KPEERS
+
+ORDER = 80
+PLOTS = ["kmalloc.png"]
+HEADINGS = ["## kmalloc: objects of random sizes (issue 10)"]
+WINDOW = 1024
+WARM = 65536  # run_steps' warm-up in bench_kmalloc.c (RING * 16)
+
+
+def setup(h):
+    return NS(iters=h.size(20000000, 2000000, 100000), witers=h.size(5000000, 500000, 50000),
+              reps=h.size(5, 3, 1), cg_iters=h.size(200000, 20000), ins={})
+
+
+def run(h, p):
+    h.log(f"kmalloc: random-size (8..4096 B) alloc+free pairs and a window of {WINDOW} live, 1 and 2 threads")
+    for n in (1, 2):
+        h.alternate("kmalloc", ["pair", n, p.iters, p.reps], KPEERS)
+        h.alternate("kmalloc", ["window", n, p.witers, p.reps, WINDOW], KPEERS)
+    # Instructions per random-size pair under callgrind: the count inside
+    # run_steps (the timed loop, also run for the warm-up) over its iterations.
+    with open(h.path("kmalloc_instructions.csv"), "w") as f:
+        for v in KPEERS:
+            i = h.callgrind([h.exe(f"kmalloc-{v}"), "pair", 1, p.cg_iters, 1], "run_steps", p.cg_iters + WARM)
+            p.ins[v] = i
+            f.write(f"{v},{fmt(i, '%.1f')}\n")
+
+
+def report(h, p, r):
+    def g(v, param, m):
+        return h.get("kmalloc", v, param, m)
+
+    r.heading(HEADINGS[0])
+    r(f"`kmalloc-<peer> pair N {p.iters} {p.reps}`: one thread or N independent ones, each allocating",
+      "and at once freeing one object of a random size, uniform in 8..4096 bytes (a ring of",
+      "4096 sizes per thread drawn before timing), not touched. uslab: uslab_kmalloc /",
+      "uslab_kfree inline (uslab-call: the exported functions); glibc: __libc_malloc /",
+      "__libc_free; mimalloc: mi_malloc / mi_free; jemalloc: malloc / free; tcmalloc:",
+      "tc_malloc / tc_free. Per pair in one thread's loop (2 threads: the run from the first",
+      "start to the last end, divided by each thread's pairs). Instructions: callgrind, the",
+      "count inside the loop function divided by its iterations, loop included.", "")
+
+    def cells(v, param):
+        x = g(v, param, "ns")
+        return [f"{fmt(g(v, param, 'cycles'), '%.0f')} cycles(tsc) {fmt(x, '%.3f')} ns",
+                div(x, g("mimalloc", param, "ns")), div(x, g("glibc", param, "ns"))]
+
+    rows = []
+    for v in KPEERS:
+        rows.append([v] + cells(v, "pair-1T") + cells(v, "pair-2T")
+                    + [fmt(g(v, "pair-2T", "mops"), "%.1f"), fmt(p.ins.get(v), "%.1f")])
+    r.table(["allocator", "1 thread", "x mimalloc", "x glibc", "2 threads", "x mimalloc", "x glibc",
+             "2 threads, M pairs/s", "instructions per pair"], rows)
+    r("", f"`kmalloc-<peer> window N {p.witers} {p.reps} {WINDOW}`: the same sizes, {WINDOW} objects live per",
+      f"thread: step i allocates object i, writes its first word and frees object i - {WINDOW}.",
+      "Per step (one alloc + one free) in one thread's loop; peak RSS of the 2-thread run.", "")
+    w1, w2 = f"win{WINDOW}-1T", f"win{WINDOW}-2T"
+    rows, dat = [], []
+    for v in KPEERS:
+        rows.append([v] + cells(v, w1) + cells(v, w2) + [f"{fmt(g(v, w2, 'peak_rss_mb'), '%.1f')} MB"])
+        dat.append([v] + [g(v, x, "ns") for x in ("pair-1T", "pair-2T", w1, w2)])
+    r.table(["allocator", "1 thread", "x mimalloc", "x glibc", "2 threads", "x mimalloc", "x glibc",
+             "peak RSS, 2 threads"], rows)
+    f = h.dat("kmalloc.dat", dat)
+    h.plot("kmalloc.png", f"""set title "random sizes 8..4096 B, per alloc+free (lower is better)"
+set ylabel "ns per pair or step, one thread's loop"
+set datafile missing "-"
+set style data histogram
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set grid ytics
+set yrange [0:*]
+set xtics rotate by -30
+plot "{f}" using 2:xtic(1) title "pair, 1 thread", "" using 3 title "pair, 2 threads", \\
+     "" using 4 title "window {WINDOW}, 1 thread", "" using 5 title "window {WINDOW}, 2 threads"
+""")
+    r.image("kmalloc", "kmalloc.png")
+
+
+def _vs(n, peer):
+    return lambda h, p: (ratio(h.get("kmalloc", "uslab", f"pair-{n}", "ns"), h.get("kmalloc", peer, f"pair-{n}", "ns")), None)
+
+
+GOALS = []
+for _n in ("1T", "2T"):
+    GOALS += [
+        Goal(f"kmalloc random-size pair, {_n}, <= 0.5x mimalloc", _vs(_n, "mimalloc"), "<=", 0.5),
+        Goal(f"kmalloc random-size pair, {_n}, <= 0.25x glibc", _vs(_n, "glibc"), "<=", 0.25),
+    ]

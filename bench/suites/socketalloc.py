@@ -1,0 +1,152 @@
+"""Socket allocation (issue 14): the seed's socketallocbench, 2008 -> each
+patch -> uslab, 1 2 4 64 (256) threads; and many threads at once:
+threads-<peer> and the stress test at 2, 64 and 256 threads."""
+
+import re
+import time
+from types import SimpleNamespace as NS
+
+from harness import Failure, Goal, div, fmt, ratio
+
+ORDER = 140
+GOALS_INLINE = True
+PLOTS = ["socketalloc.png"]
+HEADINGS = ["## Socket allocation: N threads in the wall time of one (issue 14)", "### Many threads on {nproc} cores"]
+VARIANTS = ["2008", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "uslab", "uslab-nodefer", "uslab-late"]
+PEERS = ["uslab", "glibc", "mimalloc", "jemalloc", "tcmalloc"]
+
+
+def setup(h):
+    # uslab-late needs 4 turns of its 8192-entry ring per thread: 32768 cycles.
+    return NS(cycles=h.size(1000000, 100000, 32768), th_ops=h.size(200000000, 4000000, 256000),
+              stress=h.size([25, 5], [25, 2], [2, 1]))
+
+
+def run(h, p):
+    # socketalloc VARIANT N CYCLES REPS, one process per run (REPS 1; 5 for the
+    # uslab variants, whose runs are short enough for the machine's noise).
+    # 1, 2 and 4 threads do p.cycles each; 64 threads p.cycles / 32 each, 256
+    # threads (uslab variants only) p.cycles / 128: the same total as two
+    # threads, so throughput and wall time compare directly. A variant's
+    # thread counts run back to back: the ratios compare runs seconds apart,
+    # not minutes (the machine's load drifts).
+    h.log("socketalloc: the seed's socket allocation, 2008 -> each patch -> uslab, 1 2 4 64 (256) threads")
+    for r in h.repetitions():
+        for v in VARIANTS:
+            ri = 5 if v.startswith("uslab") else 1
+            for n in (1, 2, 4, 64, 256):
+                c = {64: p.cycles // 32, 256: p.cycles // 128}.get(n, p.cycles)
+                if n == 256 and ri == 1:
+                    continue
+                if v == "uslab-late" and c < 32768:
+                    continue
+                h.run(r, [h.exe("socketalloc"), v, n, c, ri])
+    h.log(f"many threads: threads-<peer> and the stress test at 2, 64 and 256 threads on {h.nproc} cores")
+    for r in h.repetitions():
+        for n in (2, 64, 256):
+            for v in PEERS:
+                h.run(r, [h.exe(f"threads-{v}"), n, 256, p.th_ops // n, 1],
+                      rename=lambda f: ["threads-many"] + f[1:] if f[0] == "threads" else f)
+            t0 = time.monotonic()
+            text = h.command([h.exe("stress"), n] + p.stress)
+            t = time.monotonic() - t0
+            m = re.search(r"^ok stress.*: ([0-9]+) objects", text, re.M)
+            if not m:
+                raise Failure(f"stress {n} {' '.join(map(str, p.stress))}: no 'ok' line")
+            h.store.add(r, "stress", "uslab", f"{n}T", "mobjs", "%.4f" % (int(m.group(1)) / (t * 1e6)))
+
+
+def report(h, p, r):
+    def sa(v, n, m):
+        return h.get("socketalloc", v, n, m)
+
+    r.heading(HEADINGS[0])
+    r("`socketalloc VARIANT N CYCLES 1` (5 for the uslab variants; bench/bench_socketalloc.c), the seed's socketallocbench in",
+      "userspace: a cycle creates and destroys a file (192 B), a dentry and an inode (socket_alloc)",
+      "the way 2.6.28's VFS did. 2008: malloc, nr_files a shared atomic, nr_dentry/nr_inodes/last_ino",
+      "under dcache_lock/inode_lock, the root dentry's child list and count, inode_in_use and",
+      "s_inodes, the mount's count, call_rcu per file and per dentry. p1..p7 add the seed's patches in",
+      "turn (per-thread counters, ID batches of 1024, single dentries, single inodes, files from a",
+      "USLAB_TYPESAFE_BY_RCU cache, no mount count); uslab: all three objects from uslab caches, the",
+      "dentry freed with uslab_free_rcu(); uslab-nodefer: the dentry freed at once (what 2.6.28 did",
+      "for unhashed dentries); uslab-late: freed at once but 8192 frees late (a per-thread ring: a deferred",
+      "free's distance between free and reuse, without a grace period; 1, 2 and 4 threads only, where the",
+      f"ring turns over). 1, 2, 4 threads: {p.cycles} cycles each; 64 threads: {p.cycles // 32} each (the",
+      f"2-thread total). Thread i on CPU i mod {h.nproc}. Wall: first start to last end; ratio: to 1 thread.", "")
+    rows = []
+    for v in VARIANTS:
+        w1, w2, w4 = sa(v, "1T", "wall_s"), sa(v, "2T", "wall_s"), sa(v, "4T", "wall_s")
+        rows.append((v, f"{fmt(w1, '%.3f')} s", f"{fmt(w2, '%.3f')} s", div(w2, w1), f"{fmt(w4, '%.3f')} s",
+                     div(w4, w1), fmt(sa(v, "64T", "mcps"), "%.2f"), div(sa(v, "64T", "mcps"), sa(v, "2T", "mcps"))))
+    r.table(["variant", "1T wall", "2T wall", "2T / 1T", "4T wall", "4T / 1T", "64T Mcycles/s",
+             "64T / 2T throughput"], rows)
+    r("", "Latency of one cycle (one in 8 timed with rdtsc, all threads' samples; p50 / p99 / p999):", "")
+    r.table(["variant", "1T", "2T", "64T"],
+            [[v] + [" / ".join(fmt(sa(v, n, q), "%.0f") for q in ("p50_ns", "p99_ns", "p999_ns")) + " ns"
+                    for n in ("1T", "2T", "64T")] for v in VARIANTS])
+    f = h.dat("socketalloc.dat", [[v] + [sa(v, n, "wall_s") for n in ("1T", "2T", "4T")] for v in VARIANTS])
+    h.plot("socketalloc.png", f"""set title "socketalloc: wall time of N threads x {p.cycles} cycles each ({h.nproc} cores; lower is better)"
+set ylabel "seconds (log)"
+set datafile missing "-"
+set logscale y
+set style data histogram
+set style histogram cluster gap 1
+set style fill solid 0.8 border -1
+set grid ytics
+set key top right
+set xtics rotate by -30
+plot "{f}" using 2:xtic(1) title "1 thread", '' using 3 title "2 threads", '' using 4 title "4 threads"
+""", size="900,450")
+    r.image("socketalloc", "socketalloc.png")
+    r()
+    r.goals(h, p, GOALS)
+
+    r.heading(HEADINGS[1].format(nproc=h.nproc))
+    r("Memory the caches hold while every thread is done with its loop and alive (held: objects",
+      "handed out of slabs that the program no longer holds: sheaves, barns, deferred frees):", "")
+
+    def kb(b, v, n):
+        return f"{fmt(h.get(b, v, n, 'held_kb'), '%.0f')} KB"
+
+    r.table(["benchmark", "2 threads", "64 threads", "256 threads"],
+            [("socketalloc uslab, held", *(kb("socketalloc", "uslab", n) for n in ("2T", "64T", "256T"))),
+             ("socketalloc uslab-nodefer, held", *(kb("socketalloc", "uslab-nodefer", n) for n in ("2T", "64T", "256T"))),
+             ("threads-uslab 256 B, held", *(kb("threads-many", "uslab", n) for n in ("2T", "64T", "256T")))])
+    r("", f"`threads-<peer> N 256 {p.th_ops}/N 1`: N threads, bursts of 64 allocations then 64 frees of",
+      f"256 B, {p.th_ops} pairs in all; alloc and free latency: the first alloc and free of one burst in 64 timed.",
+      "RSS: resident memory the process gained from before the N threads started to when all",
+      "were done and still alive (their stacks included).", "")
+    rows = []
+    for v in PEERS:
+        def t(n, m, f):
+            return fmt(h.get("threads-many", v, n, m), f)
+        rows.append((v, t("2T", "mops", "%.1f"), t("64T", "mops", "%.1f"), t("256T", "mops", "%.1f"),
+                     div(h.get("threads-many", v, "256T", "mops"), h.get("threads-many", v, "2T", "mops")),
+                     " / ".join(t(n, "alloc_p999_ns", "%.0f") for n in ("2T", "64T", "256T")) + " ns",
+                     " / ".join(t(n, "rss_mb", "%.1f") for n in ("2T", "64T", "256T")) + " MB"))
+    r.table(["allocator", "2T Mpairs/s", "64T", "256T", "256T / 2T", "alloc p999 2T / 64T / 256T",
+             "RSS 2T / 64T / 256T"], rows)
+    s = [fmt(h.get("stress", "uslab", n, "mobjs"), "%.2f") for n in ("2T", "64T", "256T")]
+    r("", f"`stress N {' '.join(map(str, p.stress))}` (tests/stress/stress.c, objects checked word by word, all freed on",
+      f"another thread): {s[0]} / {s[1]} / {s[2]} million objects per second at 2 / 64 / 256 threads.")
+
+
+def _wall2(v):
+    return lambda h, p: ratio(h.get("socketalloc", v, "2T", "wall_s"), h.get("socketalloc", v, "1T", "wall_s"))
+
+
+def _r2(h, p):
+    v = _wall2("uslab")(h, p)
+    others = ", ".join(f"{o}: {div(_wall2(o)(h, p), 1)}x" for o in ("2008", "uslab-nodefer", "uslab-late"))
+    return v, f"{div(v, 1)}x ({others})"
+
+
+GOALS = [
+    Goal("uslab: 2 threads in <= 1.05x the 1-thread wall time", _r2, "<=", 1.05),
+    Goal("uslab: 64 threads >= 0.95x the 2-thread throughput",
+         lambda h, p: (ratio(h.get("socketalloc", "uslab", "64T", "mcps"), h.get("socketalloc", "uslab", "2T", "mcps")), None),
+         ">=", 0.95),
+    Goal("uslab: 64-thread p999 <= 4x the 2-thread p999",
+         lambda h, p: (ratio(h.get("socketalloc", "uslab", "64T", "p999_ns"), h.get("socketalloc", "uslab", "2T", "p999_ns")), None),
+         "<=", 4),
+]
