@@ -21,7 +21,7 @@ int main(int argc, char **argv)
 	double secs = argc > 2 ? atof(argv[2]) : 3.5;
 	const char *ms = getenv("USLAB_STATS_MS");
 	double period = ms ? atof(ms) : 1000;
-	char name[32], path[64];
+	char name[32], dir[EXPORT_DIR_MAX + 32], path[EXPORT_DIR_MAX + 80];
 	const struct export_header *h;
 	int fd;
 
@@ -36,7 +36,9 @@ int main(int argc, char **argv)
 			uslab_cache_alloc(c);
 	}
 	usleep((useconds_t)(secs * 1e6));
-	snprintf(path, sizeof(path), "%s/%s%d", EXPORT_DIR, EXPORT_PREFIX, (int)getpid());
+	if (!export_dir(dir, sizeof(dir), geteuid()))
+		return 1;
+	snprintf(path, sizeof(path), "%s/%s%d", dir, EXPORT_PREFIX, (int)getpid());
 	fd = open(path, O_RDONLY);
 	if (fd < 0) {
 		fprintf(stderr, "stat: %s: run with USLAB_STATS=1\n", path);

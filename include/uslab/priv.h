@@ -109,11 +109,16 @@ USLAB_API size_t uslab_priv_alloc_bulk_slow(struct uslab_cache *c, size_t n, voi
 USLAB_API void uslab_priv_free_bulk_slow(struct uslab_cache *c, size_t n, void **p);
 
 /* This thread's hot sheaves of @c. */
-static inline struct uslab_priv_pcs *uslab_priv_pcs_of(const struct uslab_cache *c)
+static inline struct uslab_priv_pcs *uslab_priv_pcs_at(char *table, const struct uslab_cache *c)
 {
 	const struct uslab_priv_cache *h = (const struct uslab_priv_cache *)(const void *)c;
 
-	return (struct uslab_priv_pcs *)(void *)(uslab_priv_pcs_table + h->pcs_off);
+	return (struct uslab_priv_pcs *)(void *)(table + h->pcs_off);
+}
+
+static inline struct uslab_priv_pcs *uslab_priv_pcs_of(const struct uslab_cache *c)
+{
+	return uslab_priv_pcs_at(uslab_priv_pcs_table, c);
 }
 
 /* This thread's hot sheaves of the cache with id @id (0: the always empty entry). */
