@@ -13,8 +13,9 @@ struct rcu_flavor_struct;
 
 /*
  * struct gp_client - what the kfree_rcu front end (rcu.c) does in each
- * round of the monitor; all called by the monitor (or by gp_barrier()'s
- * caller without one) under round_lock, with no other lock held.
+ * round of the monitor; called by the monitor (or by gp_barrier()'s
+ * caller without one) under round_lock with no other lock held, except
+ * @idle, which the monitor calls between rounds with no lock at all.
  * @gather:        take what is queued (@scan: partly filled blocks too;
  *                 @all: however recent). Return: a batch, NULL if none.
  * @drain:         free a batch after its grace period.
