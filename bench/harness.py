@@ -360,6 +360,22 @@ set xtics rotate by -30
 plot "{dat}" using 2:xtic(1) notitle linecolor rgb "#3465a4"
 """)
 
+    def clustered(self, png, dat, title, ylabel, columns, settings="set yrange [0:*]", size="800,450"):
+        """Grouped bars: a group per row of dat (its first column names it), a bar per column title."""
+        using = ", ".join((f'"{dat}" using 2:xtic(1)' if i == 0 else f'"" using {i + 2}') + f' title "{t}"'
+                          for i, t in enumerate(columns))
+        self.plot(png, f"""set title "{title}"
+set ylabel "{ylabel}"
+set datafile missing "-"
+set style data histogram
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set grid ytics
+{settings}
+set xtics rotate by -30
+plot {using}
+""", size=size)
+
     def check_plots(self, expected):
         """Every plot the suites declare (and any other they drew) written, a PNG."""
         bad = []

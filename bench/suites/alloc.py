@@ -73,18 +73,8 @@ def report(h, p, r):
             t, y, ls = "throughput (higher is better; log scale)", "million operations per second", "set logscale y"
         else:
             t, y, ls = "peak resident memory (lower is better)", "MB (VmHWM)", "set yrange [0:*]"
-        h.plot(f"{name}.png", f"""set title "alloc workloads: {t}"
-set ylabel "{y}"
-set datafile missing "-"
-set style data histogram
-set style histogram clustered gap 1
-set style fill solid 0.8 border -1
-set grid ytics
-{ls}
-set key outside right top
-set xtics rotate by -30
-plot "{f}" using 2:xtic(1) title "larson {lt}", "" using 3 title "xthread 1to1", \\
-     "" using 4 title "xthread 2way", "" using 5 title "16 threads", "" using 6 title "64 threads"
-""", size="900,450")
+        h.clustered(f"{name}.png", f, f"alloc workloads: {t}", y,
+                    [f"larson {lt}", "xthread 1to1", "xthread 2way", "16 threads", "64 threads"],
+                    settings=ls + "\nset key outside right top", size="900,450")
     r.image("alloc", "alloc.png")
     r.image("alloc memory", "alloc_rss.png")

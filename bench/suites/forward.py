@@ -60,17 +60,8 @@ def report(h, p, r):
         head += [f"{t} Mpps", "ns/packet", "x single", "x DPDK"]
     r.table(head, rows)
     f = h.dat("forward.dat", dat)
-    h.plot("forward.png", f"""set title "packet forwarding, 256-byte heads, bursts of 64 (higher is better)"
-set ylabel "million packets per second"
-set datafile missing "-"
-set style data histogram
-set style histogram clustered gap 1
-set style fill solid 0.8 border -1
-set grid ytics
-set yrange [0:*]
-set xtics rotate by -30
-plot "{f}" using 2:xtic(1) title "1 thread", "" using 3 title "2 threads (RX, TX completion)", "" using 4 title "2 threads, ring of 64"
-""")
+    h.clustered("forward.png", f, "packet forwarding, 256-byte heads, bursts of 64 (higher is better)",
+                "million packets per second", ["1 thread", "2 threads (RX, TX completion)", "2 threads, ring of 64"])
     r.image("forward", "forward.png")
 
 

@@ -67,18 +67,9 @@ def report(h, p, r):
     r.table(["allocator", "1 thread", "x mimalloc", "x glibc", "2 threads", "x mimalloc", "x glibc",
              "peak RSS, 2 threads"], rows)
     f = h.dat("kmalloc.dat", dat)
-    h.plot("kmalloc.png", f"""set title "random sizes 8..4096 B, per alloc+free (lower is better)"
-set ylabel "ns per pair or step, one thread's loop"
-set datafile missing "-"
-set style data histogram
-set style histogram clustered gap 1
-set style fill solid 0.8 border -1
-set grid ytics
-set yrange [0:*]
-set xtics rotate by -30
-plot "{f}" using 2:xtic(1) title "pair, 1 thread", "" using 3 title "pair, 2 threads", \\
-     "" using 4 title "window {WINDOW}, 1 thread", "" using 5 title "window {WINDOW}, 2 threads"
-""")
+    h.clustered("kmalloc.png", f, "random sizes 8..4096 B, per alloc+free (lower is better)",
+                "ns per pair or step, one thread's loop",
+                ["pair, 1 thread", "pair, 2 threads", f"window {WINDOW}, 1 thread", f"window {WINDOW}, 2 threads"])
     r.image("kmalloc", "kmalloc.png")
 
 

@@ -114,18 +114,9 @@ def report(h, p, r):
                          f"{fmt(g('drain', v, s, 'peak_rss_mb'), '%.0f')} MB"))
         r.table(["variant", "layout", "free", "alloc", "per op", "x mimalloc", "x DPDK", "touch", "peak RSS"], rows)
     f = h.dat("drain.dat", [[v] + [fmt(g("drain", v, s, "ns"), "%.3f") for s in DR_SIZES] for v in names(p)])
-    h.plot("drain.png", f"""set title "scattered full drain, {p.dr_n} objects, per free or alloc (lower is better; log scale)"
-set ylabel "ns per operation"
-set datafile missing "-"
-set style data histogram
-set style histogram clustered gap 1
-set style fill solid 0.8 border -1
-set grid ytics
-set logscale y
-set key top left
-set xtics rotate by -30
-plot "{f}" using 2:xtic(1) title "64 B", "" using 3 title "256 B", "" using 4 title "1 KiB"
-""", size="900,450")
+    h.clustered("drain.png", f, f"scattered full drain, {p.dr_n} objects, per free or alloc (lower is better; log scale)",
+                "ns per operation", ["64 B", "256 B", "1 KiB"], settings="set logscale y\nset key top left",
+                size="900,450")
     r.image("drain", "drain.png")
 
     r.heading(HEADINGS[1])
