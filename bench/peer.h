@@ -13,7 +13,7 @@
  *   jemalloc  malloc / free (libjemalloc linked: its malloc)
  *   tcmalloc  tc_malloc / tc_free
  *   dpdk      rte_mempool_generic_get / _put with a 512-object per-lcore
- *             cache (EAL started with --no-huge --no-pci; threads other
+ *             cache (EAL started with --no-huge --no-pci --no-shconf; threads other
  *             than the main one register with rte_thread_register)
  *
  * peer_init(size) prepares for objects of one size; every thread other
@@ -287,21 +287,17 @@ static struct rte_mempool *peer_pool;
  */
 static inline void peer_init(size_t size)
 {
-	char *eal[] = { (char *)"bench",
-			(char *)"--no-huge",
-			(char *)"--no-pci",
-			(char *)"--no-telemetry",
-			(char *)"-l",
-			(char *)"0-1",
-			(char *)"--log-level",
-			(char *)"*:error",
-			(char *)"-m",
-			(char *)"2048",
-			NULL };
+	/* --no-shconf: no /var/run/dpdk files, so two benchmark runs at once do not collide. */
+	char *eal[] = { (char *)"bench",       (char *)"--no-huge",
+			(char *)"--no-pci",    (char *)"--no-telemetry",
+			(char *)"--no-shconf", (char *)"-l",
+			(char *)"0-1",	       (char *)"--log-level",
+			(char *)"*:error",     (char *)"-m",
+			(char *)"2048",	       NULL };
 	const char *n = getenv("BENCH_DPDK_OBJS");
 	unsigned int objs = n ? (unsigned int)strtoul(n, NULL, 0) : (1u << 20) - 1;
 
-	if (rte_eal_init(10, eal) < 0) {
+	if (rte_eal_init((int)(sizeof(eal) / sizeof(eal[0]) - 1), eal) < 0) {
 		fprintf(stderr, "dpdk: rte_eal_init failed: %s\n", rte_strerror(rte_errno));
 		abort();
 	}
