@@ -446,7 +446,7 @@ static bool large_resize(struct slab *s, size_t size)
 		return false;
 	asan_unpoison(s->base, bytes);
 	asan_poison(s->base + bytes, cap - bytes);
-	s->large_size = bytes;
+	cache_slab_resize_single(s, bytes); /* s->large_size, and its node's sum */
 	return true;
 }
 
