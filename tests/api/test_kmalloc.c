@@ -8,6 +8,7 @@
  */
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <uslab/kmem.h>
@@ -335,6 +336,37 @@ static void test_large_stats(void)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "large stats child: status %#x\n%s", st, out);
 }
 
+/*
+ * Issue 22 item 13: a huge request the kernel's overcommit policy refuses
+ * to the C library (a private writable mapping of its bytes, accounted)
+ * fails with ENOMEM here too, and one it grants succeeds.
+ */
+static void test_huge_commit(void)
+{
+	static const size_t sizes[] = { 1ul << 46, 1ul << 44, 1ul << 40,
+					1ul << 36, 1ul << 30, 100ul << 20 };
+
+	for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		size_t n = sizes[i];
+		void *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		bool fits = m != MAP_FAILED;
+		unsigned char *p;
+
+		if (fits)
+			munmap(m, n);
+		errno = 0;
+		p = uslab_kmalloc(n);
+		CHECK(!p == !fits && (p || errno == ENOMEM), "kmalloc(%zu) = %p errno %d, mmap %s",
+		      n, (void *)p, errno, fits ? "maps it" : "refuses");
+		uslab_kfree(p);
+		errno = 0;
+		p = uslab_kzalloc(n);
+		CHECK(!p == !fits && (p || errno == ENOMEM), "kzalloc(%zu) = %p errno %d", n,
+		      (void *)p, errno);
+		uslab_kfree(p);
+	}
+}
+
 /* kfree() and kfree_bulk() take objects of any cache, mixed with kmalloc'd ones. */
 static void test_mixed_free(void)
 {
@@ -623,6 +655,7 @@ int main(void)
 	RUN(test_aligned);
 	RUN(test_large_release);
 	RUN(test_large_stats);
+	RUN(test_huge_commit);
 	RUN(test_mixed_free);
 	RUN(test_free_rcu);
 	RUN(test_kernel_names);
