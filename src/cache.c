@@ -746,9 +746,11 @@ unsigned long cache_validate_node(struct uslab_cache *c, void *const *held, size
 }
 
 /* The node's part of uslab_cache_stats(): slab counts and its events. */
-void cache_node_stats(struct uslab_cache *c, struct uslab_cache_stats *st)
+/* Return: the usable bytes of its one-object slabs' objects (read with the counts). */
+uint64_t cache_node_stats(struct uslab_cache *c, struct uslab_cache_stats *st)
 {
 	struct node *n = &c->node;
+	uint64_t single;
 
 	ulock_lock(&n->lock);
 	st->num_slabs = n->nr_slabs;
@@ -758,7 +760,9 @@ void cache_node_stats(struct uslab_cache *c, struct uslab_cache_stats *st)
 	st->partial_slabs = n->nr_partial;
 	for (int i = 0; i < USLAB_STAT_NR_ITEMS; i++)
 		st->events[i] = n->ev[i];
+	single = n->single_bytes;
 	ulock_unlock(&n->lock);
+	return single;
 }
 
 /* ------------------------------------------------ one-object slabs */
@@ -771,6 +775,9 @@ void cache_node_stats(struct uslab_cache *c, struct uslab_cache_stats *st)
  *
  *   NEW -> FULL   cache_slab_add_single
  *   FULL -> FREE  cache_slab_drop_single, then os_slab_free
+ *
+ * The node sums their objects' usable bytes (s->large_size) in
+ * single_bytes, for the statistics (lifecycle.c).
  */
 
 /* Count @s (NEW, its one object handed out) in @c's node and publish it FULL. */
@@ -782,6 +789,7 @@ void cache_slab_add_single(struct uslab_cache *c, struct slab *s)
 	ulock_lock(&n->lock);
 	n->nr_slabs++;
 	n->nr_objects++;
+	n->single_bytes += s->large_size;
 	node_stat(n, USLAB_STAT_SLAB_NEW);
 	ulock_unlock(&n->lock);
 	/* NEW -> FULL */
@@ -799,11 +807,26 @@ void cache_slab_drop_single(struct slab *s)
 	USLAB_ASSERT(n->nr_slabs && n->nr_objects);
 	n->nr_slabs--;
 	n->nr_objects--;
+	USLAB_ASSERT(n->single_bytes >= s->large_size);
+	n->single_bytes -= s->large_size;
 	node_stat(n, USLAB_STAT_SLAB_FREE);
 	ulock_unlock(&n->lock);
 	s->state = SLAB_FREE;
 	__atomic_store_n(&s->cache, NULL, __ATOMIC_RELEASE);
 	os_slab_free(s);
+}
+
+/* A one-object slab's object now has @bytes usable (krealloc in place): counted. */
+void cache_slab_resize_single(struct slab *s, uint64_t bytes)
+{
+	struct node *n = &s->cache->node;
+
+	USLAB_ASSERT(s->cache->objects == 1 && s->state == SLAB_FULL);
+	ulock_lock(&n->lock);
+	USLAB_ASSERT(n->single_bytes >= s->large_size);
+	n->single_bytes += bytes - s->large_size;
+	s->large_size = bytes;
+	ulock_unlock(&n->lock);
 }
 
 struct uslab_cache *uslab_cache_of(const void *p)

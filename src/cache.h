@@ -20,6 +20,7 @@ struct node {
 	unsigned long nr_slabs;	  /* slabs owned */
 	unsigned long nr_objects; /* objects those slabs hold */
 	unsigned long nr_free;	  /* free objects in slabs (lists and bump) */
+	uint64_t single_bytes;	  /* one-object slabs: their objects' usable bytes */
 	/* Events counted under the lock, and those of threads that exited. */
 	uint64_t ev[USLAB_STAT_NR_ITEMS];
 };
@@ -108,9 +109,10 @@ INTERNAL unsigned long cache_release_all(struct uslab_cache *c);
 INTERNAL void cache_list_live(struct uslab_cache *c);
 INTERNAL void cache_for_each(void (*fn)(struct uslab_cache *c, void *arg), void *arg);
 INTERNAL void cache_add_events(struct uslab_cache *c, const uint64_t *ev);
-INTERNAL void cache_node_stats(struct uslab_cache *c, struct uslab_cache_stats *st);
+INTERNAL uint64_t cache_node_stats(struct uslab_cache *c, struct uslab_cache_stats *st);
 INTERNAL void cache_slab_add_single(struct uslab_cache *c, struct slab *s);
 INTERNAL void cache_slab_drop_single(struct slab *s);
+INTERNAL void cache_slab_resize_single(struct slab *s, uint64_t bytes);
 
 /* Count one event of the node, under its lock; nothing without USLAB_STATS. */
 #if USLAB_STATS

@@ -249,6 +249,15 @@ static void *large_alloc(size_t size, size_t align, bool zero)
 	/* The first request of a program may be a large one: start uslab (large_cache). */
 	if (unlikely(usl_init()))
 		return NULL;
+	/*
+	 * A huge object: refused where the C library's malloc would be, by the
+	 * kernel's overcommit policy on its bytes (uslab's own mappings are
+	 * MAP_NORESERVE, which the heuristic policy never refuses).
+	 */
+	if (size > (PAGE_SIZE << SLAB_MAX_ORDER) && !os_may_commit(ALIGN_UP(size, PAGE_SIZE))) {
+		errno = ENOMEM;
+		return NULL;
+	}
 	s = large_slab_alloc(size, align < PAGE_SIZE ? PAGE_SIZE : align, &zeroed);
 	if (!s)
 		return NULL;
@@ -446,7 +455,7 @@ static bool large_resize(struct slab *s, size_t size)
 		return false;
 	asan_unpoison(s->base, bytes);
 	asan_poison(s->base + bytes, cap - bytes);
-	s->large_size = bytes;
+	cache_slab_resize_single(s, bytes); /* s->large_size, and its node's sum */
 	return true;
 }
 

@@ -13,6 +13,7 @@
  * and the locks below it in the order of src/lock.h; destroy may wait for
  * a grace period.
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -202,6 +203,26 @@ size_t uslab_cache_size(const struct uslab_cache *c)
 }
 
 /*
+ * kmalloc-large's row: its objects differ in size, so objsize (and
+ * object_size) is their mean usable size in bytes and pagesperslab the
+ * mean pages they hold, both rounded up (UINT_MAX at most): num_slabs x
+ * pagesperslab pages are their @bytes to within a page per object, and
+ * active_objs x objsize bytes are never below them. 0 and 0 with none.
+ * order stays 0 (each object's slab is 2^order pages of address space,
+ * the smallest power of two that holds it; the pages past its usable
+ * size are not touched).
+ */
+static void large_stats(struct uslab_cache_stats *st, uint64_t bytes)
+{
+	uint64_t n = st->num_slabs;
+	uint64_t mean = n ? (bytes + n - 1) / n : 0;
+	uint64_t pages = n ? (bytes / PAGE_SIZE + n - 1) / n : 0;
+
+	st->objsize = st->object_size = mean > UINT_MAX ? UINT_MAX : (unsigned int)mean;
+	st->pagesperslab = pages > UINT_MAX ? UINT_MAX : (unsigned int)pages;
+}
+
+/*
  * uslab_cache_stats - the /proc/slabinfo view of a cache. Slab counters
  * come from the node under its lock. Event counters live in three places,
  * summed here: the node (events counted under its lock, and the counters
@@ -211,6 +232,7 @@ size_t uslab_cache_size(const struct uslab_cache *c)
 int uslab_cache_stats(const struct uslab_cache *c, struct uslab_cache_stats *st)
 {
 	struct uslab_cache *cc = (struct uslab_cache *)c;
+	uint64_t single;
 
 	if (!c || !st)
 		return -EINVAL;
@@ -227,7 +249,9 @@ int uslab_cache_stats(const struct uslab_cache *c, struct uslab_cache_stats *st)
 	st->layout = c->layout;
 	st->meta_bytes = c->meta_bytes;
 	st->colours = c->colours;
-	cache_node_stats(cc, st);
+	single = cache_node_stats(cc, st);
+	if (c->flags & CACHE_LARGE)
+		large_stats(st, single);
 	barn_counts(&cc->barn, &st->barn_full, &st->barn_empty);
 	thread_sum_events(c, st->events);
 	return 0;

@@ -152,7 +152,7 @@ void *aligned_alloc(size_t align, size_t size)
 void *memalign(size_t align, size_t size)
 {
 	if (align > USLAB_KMALLOC_MAX_ALIGN) {
-		errno = EINVAL;
+		errno = ENOMEM; /* as alloc_aligned(): more than uslab can align to */
 		return NULL;
 	}
 	while (align & (align - 1))

@@ -29,6 +29,11 @@
  *     a slab currently owned by a cache. Descriptors are never unmapped,
  *     so a lookup racing with an arena's release reads a free slot.
  *   - os_mmap/os_munmap: page-granular metadata memory (thread tables).
+ *   - os_may_commit(size): whether the kernel would map @size bytes of
+ *     private writable memory as the C library's malloc asks for it: with
+ *     commit accounting, so vm.overcommit_memory's policy (and RLIMIT_AS)
+ *     decides. uslab maps with MAP_NORESERVE, which the heuristic policy
+ *     never refuses: kmalloc.c asks this of a huge object first.
  *
  * Arenas: every arena holds slabs of one order only, at naturally aligned
  * slots, so slot = (p - base) >> shift. An arena is 64 MiB, or four slabs
@@ -179,6 +184,19 @@ void os_munmap(void *p, size_t size)
 {
 	if (p)
 		munmap(p, size);
+}
+
+bool os_may_commit(size_t size)
+{
+	void *p;
+
+	USLAB_ASSERT(!ulock_owned(&os_lock));
+	/* Mapped with accounting and unmapped at once: never touched, no page faults. */
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return false;
+	munmap(p, size);
+	return true;
 }
 
 /*

@@ -125,6 +125,7 @@ static inline struct slab *os_slab_lookup(const void *p)
 }
 INTERNAL void *os_mmap(size_t size);
 INTERNAL void os_munmap(void *p, size_t size);
+INTERNAL bool os_may_commit(size_t size);
 INTERNAL void os_fork_prepare(void);
 INTERNAL void os_fork_parent(void);
 INTERNAL void os_fork_child(void);

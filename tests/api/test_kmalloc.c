@@ -6,7 +6,9 @@
  * stopped with "uslab: BUG". Built twice: inline fast paths, and through
  * the library's functions (USLAB_NO_INLINE).
  */
+#include <inttypes.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <uslab/kmem.h>
@@ -248,6 +250,120 @@ static void test_large_release(void)
 		uslab_cache_shrink(uslab_kmalloc_cache(8));
 		CHECK(!is_resident(p) && !is_resident(p + (1 << 20) - PAGE),
 		      "large pages purged by shrink");
+	}
+}
+
+/*
+ * The kmalloc-large row of uslab_stats_print: @bytes its memory (active
+ * slabs x pages per slab), the table's total "KiB of slabs" in @total.
+ */
+static void large_row(unsigned long *objs, uint64_t *bytes, double *total)
+{
+	char *buf = NULL, *line;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	unsigned long active = 0, num = 0, slabs = 0;
+	unsigned int objsize = 0, perslab = 0, pages = 0;
+
+	CHECK(f, "open_memstream");
+	uslab_stats_print(f);
+	fclose(f);
+	*objs = 0;
+	*bytes = 0;
+	*total = -1;
+	line = strstr(buf, "\nkmalloc-large ");
+	CHECK(line && sscanf(line,
+			     " kmalloc-large %lu %lu %u %u %u : tunables %*u %*u %*u : "
+			     "slabdata %*u %lu",
+			     &active, &num, &objsize, &perslab, &pages, &slabs) == 6,
+	      "a kmalloc-large row in\n%s", buf);
+	*objs = active;
+	*bytes = (uint64_t)slabs * pages * PAGE;
+	CHECK(!active || (uint64_t)objsize * active <= *bytes, "objsize %u x %lu within %" PRIu64,
+	      objsize, active, *bytes);
+	line = strstr(buf, "objects active");
+	CHECK(line && sscanf(strstr(line, "),") ? strstr(line, "),") + 2 : "", "%lf", total) == 1,
+	      "a total line in\n%s", buf);
+	free(buf);
+}
+
+/*
+ * Issue 22 item 14: large objects are counted at their size (their usable
+ * bytes, a page each at most above what was asked), not as one page each.
+ */
+static void large_stats_child(void *arg)
+{
+	enum { NBIG = 10, NMID = 100 };
+	static void *big[NBIG], *mid[NMID];
+	unsigned long objs0, objs;
+	uint64_t bytes0, bytes, held = NBIG * (1ul << 20) + NMID * 40000ul;
+	double total0, total;
+
+	(void)arg;
+	large_row(&objs0, &bytes0, &total0);
+	for (int i = 0; i < NBIG; i++)
+		big[i] = uslab_kmalloc(1 << 20);
+	for (int i = 0; i < NMID; i++)
+		mid[i] = uslab_kmalloc(40000);
+	large_row(&objs, &bytes, &total);
+	CHECK(objs == objs0 + NBIG + NMID, "%lu large objects, %lu before", objs, objs0);
+	CHECK(bytes >= bytes0 + held && bytes <= bytes0 + held + (objs0 + objs) * PAGE,
+	      "kmalloc-large holds %" PRIu64 " bytes (%" PRIu64 " before) for %" PRIu64 " held",
+	      bytes, bytes0, held);
+	CHECK(total - total0 >= (double)held / 1024,
+	      "total %.1f KiB (%.1f before), %" PRIu64 " bytes held", total, total0, held);
+	/* A resize within its slab, and frees one by one and in bulk, keep it true. */
+	CHECK(uslab_krealloc(big[0], 600 << 10) == big[0], "1 MiB shrunk in place to 600 KiB");
+	held -= (1ul << 20) - (600ul << 10);
+	large_row(&objs, &bytes, &total);
+	CHECK(bytes >= bytes0 + held && bytes <= bytes0 + held + (objs0 + objs) * PAGE,
+	      "after krealloc: %" PRIu64 " bytes (%" PRIu64 " before) for %" PRIu64, bytes, bytes0,
+	      held);
+	kfree_bulk(NMID, mid);
+	for (int i = 0; i < NBIG; i++)
+		uslab_kfree(big[i]);
+	large_row(&objs, &bytes, &total);
+	CHECK(objs == objs0 && bytes <= bytes0 + objs0 * PAGE && bytes + objs0 * PAGE >= bytes0,
+	      "all freed: %lu objects, %" PRIu64 " bytes (%lu, %" PRIu64 " before)", objs, bytes,
+	      objs0, bytes0);
+}
+
+static void test_large_stats(void)
+{
+	char out[8192];
+	int st = run_child(large_stats_child, NULL, out, sizeof(out));
+
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "large stats child: status %#x\n%s", st, out);
+}
+
+/*
+ * Issue 22 item 13: a huge request the kernel's overcommit policy refuses
+ * to the C library (a private writable mapping of its bytes, accounted)
+ * fails with ENOMEM here too, and one it grants succeeds.
+ */
+static void test_huge_commit(void)
+{
+	static const size_t sizes[] = { 1ul << 46, 1ul << 44, 1ul << 40,
+					1ul << 36, 1ul << 30, 100ul << 20 };
+
+	for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		size_t n = sizes[i];
+		void *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		bool fits = m != MAP_FAILED;
+		unsigned char *p;
+
+		if (fits)
+			munmap(m, n);
+		errno = 0;
+		p = uslab_kmalloc(n);
+		CHECK(!p == !fits && (p || errno == ENOMEM), "kmalloc(%zu) = %p errno %d, mmap %s",
+		      n, (void *)p, errno, fits ? "maps it" : "refuses");
+		uslab_kfree(p);
+		errno = 0;
+		p = uslab_kzalloc(n);
+		CHECK(!p == !fits && (p || errno == ENOMEM), "kzalloc(%zu) = %p errno %d", n,
+		      (void *)p, errno);
+		uslab_kfree(p);
 	}
 }
 
@@ -538,6 +654,8 @@ int main(void)
 	RUN(test_krealloc);
 	RUN(test_aligned);
 	RUN(test_large_release);
+	RUN(test_large_stats);
+	RUN(test_huge_commit);
 	RUN(test_mixed_free);
 	RUN(test_free_rcu);
 	RUN(test_kernel_names);
