@@ -505,7 +505,9 @@ static void test_two_threads(void)
  * must stop with a "uslab: BUG" line, never a bare SIGSEGV, a hang or a
  * silent exit (issue 22 item 7: SIGSEGV with no message in 13 of 20 runs).
  * Each run in a child with a time limit; the threads pop and push bursts
- * of singles and bulk calls across the refill and half-flush points.
+ * of singles and bulk calls across the refill and half-flush points. They
+ * do not write to the objects: one handed to both threads by a race is
+ * the magazine's fault to report, not ASan's use-after-poison.
  */
 #define RACE_RUNS 20
 
@@ -527,10 +529,6 @@ static void *racer(void *arg)
 		} else {
 			for (unsigned int i = 0; i < k; i++)
 				p[i] = uslab_magazine_alloc(raced);
-		}
-		for (unsigned int i = 0; i < k; i++) {
-			if (p[i])
-				*(volatile char *)p[i] = 1;
 		}
 		if (round & 2) {
 			uslab_magazine_free_bulk(raced, k, p);
