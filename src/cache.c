@@ -130,13 +130,16 @@ static int cache_setup(struct uslab_cache *c, const char *name, size_t size, siz
 		 * Red zones and metadata around every object (slab_debug.c); no
 		 * byte of a free object is the allocator's, as with a constructor.
 		 * The objects keep the alignment they have without the tier (a
-		 * power-of-two size: that size, up to a page; kmalloc promises
-		 * it, and malloc's 16 bytes rest on it).
+		 * power-of-two size: that size, up to kmalloc's largest class,
+		 * 32 KiB; kmalloc promises it, and malloc's 16 bytes rest on
+		 * it). Slabs are aligned to their size, and slab_debug_layout()
+		 * rounds the left red zone up to it: a Z slot of the 32 KiB
+		 * class is 96 KiB.
 		 */
 		size_t natural = (size_t)size & -(size_t)size;
 
-		if (natural > PAGE_SIZE)
-			natural = PAGE_SIZE;
+		if (natural > USLAB_KMALLOC_MAX_CACHE_SIZE)
+			natural = USLAB_KMALLOC_MAX_CACHE_SIZE;
 		if (natural > a)
 			a = natural;
 		c->debug = debug;

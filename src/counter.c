@@ -16,7 +16,13 @@
  * a slot never used has generation UINT64_MAX, so an add or an ID from a
  * destroyed or never initialized object (generation 0) always reaches a
  * slow path, which reports it with a "uslab: BUG" line; so does destroying
- * an object twice (the registry keeps each index's generation).
+ * an object twice (the registry keeps each index's generation). A copy of
+ * an object taken before its destroy keeps the old index and generation:
+ * destroy marks the index's slot unused in every thread's table, so the
+ * copy's adds reach the slow path too, and a slow path takes a slot over
+ * (zeroing it) only after checking the registry under reg_lock, so the
+ * copy is reported, never handed the slot of the object that reuses its
+ * index (whose delta it would wipe). A sum checks the registry as well.
  *
  * Lock: reg_lock (a plain mutex) guards the registry of tables, the index
  * allocator and the table of owners; the fast paths take nothing. It is a
@@ -194,14 +200,24 @@ static __attribute__((noreturn)) void not_live(const void *obj, const char *what
 	__builtin_unreachable();
 }
 
-/* Give back the index of a live object (its @idx and @gen checked). */
+/*
+ * Give back the index of a live object (its @idx and @gen checked); its slot
+ * in every thread's table is marked unused, so a stale copy's add or ID
+ * reaches the slow path (concurrent calls have ended: the contract).
+ */
 static void idx_free(const void *obj, uint32_t idx, uint64_t gen, const char *what,
 		     const char *call)
 {
+	struct ctable *t;
+
 	pthread_mutex_lock(&reg_lock);
 	if (!gen || idx >= nidx || gens[idx] != gen) {
 		pthread_mutex_unlock(&reg_lock);
 		not_live(obj, what, call);
+	}
+	list_for_each_entry(t, &tables, link) {
+		if (idx < t->n)
+			__atomic_store_n(&t->slots[idx].gen, SLOT_UNUSED, __ATOMIC_RELAXED);
 	}
 	gens[idx] = 0;
 	owners[idx] = NULL;
@@ -213,6 +229,24 @@ static void check_live(const void *obj, uint32_t idx, uint64_t gen, const char *
 		       const char *call)
 {
 	if (unlikely(!gen || idx >= __atomic_load_n(&nidx, __ATOMIC_ACQUIRE)))
+		not_live(obj, what, call);
+}
+
+/*
+ * A slow path's check before it takes a slot over (zeroing it): @gen is
+ * the registry's generation of @idx, not a stale copy's of a destroyed
+ * object whose index another one now uses (reg_lock: the registry's
+ * arrays may be replaced). Once per thread and object.
+ */
+static void check_registered(const void *obj, uint32_t idx, uint64_t gen, const char *what,
+			     const char *call)
+{
+	bool ok;
+
+	pthread_mutex_lock(&reg_lock);
+	ok = idx < nidx && gens[idx] == gen;
+	pthread_mutex_unlock(&reg_lock);
+	if (unlikely(!ok))
 		not_live(obj, what, call);
 }
 
@@ -255,6 +289,11 @@ int64_t uslab_counter_sum(const struct uslab_counter *c)
 	if (!c)
 		not_live(c, "counter", "uslab_counter_sum");
 	pthread_mutex_lock(&reg_lock);
+	if (!c->gen || c->idx >= nidx || gens[c->idx] != c->gen) {
+		/* Destroyed, or a stale copy of a destroyed one (its index may be reused). */
+		pthread_mutex_unlock(&reg_lock);
+		not_live(c, "counter", "uslab_counter_sum");
+	}
 	sum = __atomic_load_n(&c->count, __ATOMIC_RELAXED);
 	list_for_each_entry(t, &tables, link) {
 		const struct uslab_priv_cslot *s = c->idx < t->n ? &t->slots[c->idx] : NULL;
@@ -277,6 +316,8 @@ void uslab_priv_counter_add_slow(struct uslab_counter *c, int64_t delta)
 
 	check_live(c, c->idx, c->gen, "counter", "uslab_counter_add");
 	s = slot_of(c->idx);
+	if (!s || s->gen != c->gen)
+		check_registered(c, c->idx, c->gen, "counter", "uslab_counter_add");
 	if (!s) {
 		__atomic_add_fetch(&c->count, delta, __ATOMIC_RELAXED); /* no memory: shared */
 		return;
@@ -331,6 +372,8 @@ uint64_t uslab_priv_idgen_next_slow(struct uslab_idgen *g)
 
 	check_live(g, g->idx, g->gen, "ID generator", "uslab_idgen_next");
 	s = slot_of(g->idx);
+	if (!s || s->gen != g->gen)
+		check_registered(g, g->idx, g->gen, "ID generator", "uslab_idgen_next");
 	if (!s)
 		return __atomic_fetch_add(&g->next, 1, __ATOMIC_RELAXED);
 	if (s->gen == g->gen && s->a < s->b)

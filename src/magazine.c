@@ -17,8 +17,9 @@
  *
  * The magazine sits on top of the cache's public bulk calls, so what it
  * returns goes into the calling thread's sheaves and on from there, and its
- * bulk calls are counted in uslab_cache_stats() like anyone's. No lock and
- * no atomic anywhere in this file: ownership is the caller's business.
+ * bulk calls are counted in uslab_cache_stats() like anyone's. No lock;
+ * ownership is the caller's business, and the one atomic exchange and CAS
+ * per slow path only catch a caller who breaks it (mag_enter() below).
  *
  * Under AddressSanitizer the inline paths are off and the exported ones
  * below poison every object resting in a magazine and unpoison it when it
@@ -31,6 +32,7 @@
  * _prefill() put in (objects allocated from the cache, array size in
  * uslab_priv_capacity).
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,24 +87,82 @@ static inline unsigned int mag_size(const struct uslab_magazine *m)
 	return mag_debug(m) ? m->uslab_priv_capacity : m->capacity;
 }
 
-/* Allocate @n objects onto the top of @m with one bulk call; 0 or -ENOMEM. */
-static int push_new(struct uslab_magazine *m, size_t n)
+/*
+ * Two threads at once (a contract violation), caught on the slow paths.
+ * Every slow path runs between mag_enter() and mag_leave(): enter swaps
+ * the count for MAG_BUSY with one atomic exchange, leave puts the new count
+ * back with one compare-and-swap. The slow path works on the count it
+ * swapped out (checked against the capacity), never on m->count, so no
+ * array access can overflow whatever another thread writes meanwhile.
+ * MAG_BUSY is above every capacity, so another thread's inline alloc, free
+ * or bulk call during the slow path misses and reaches a slow path, whose
+ * exchange finds MAG_BUSY; a count another thread's inline path stored
+ * meanwhile makes leave's swap fail; a count above the capacity (left by
+ * two inline paths racing) is caught by the next enter. Each is reported
+ * before the array or the cache is touched. The inline paths pay nothing
+ * (the alloc_bulk one a compare of the count against the capacity); a
+ * slow path, once per refill or half flush, pays an exchange and a CAS.
+ * Two threads that only ever take inline paths (a magazine that never
+ * runs empty or full) are not seen.
+ */
+#define MAG_BUSY UINT_MAX
+
+static __attribute__((noreturn, noinline)) void two_threads(const struct uslab_magazine *m,
+							    unsigned int n, const char *what)
+{
+	usl_bug(m->cache, m, "magazine used by two threads at once (%s; count %u, capacity %u)",
+		what, n, mag_size(m));
+	__builtin_unreachable();
+}
+
+/* Start a slow path of @m. Return: its count, which the slow path works on. */
+static unsigned int mag_enter(struct uslab_magazine *m)
+{
+	unsigned int n = __atomic_exchange_n(&m->count, MAG_BUSY, __ATOMIC_ACQUIRE);
+
+	if (unlikely(n == MAG_BUSY))
+		two_threads(m, n, "another thread is in its slow path");
+	if (unlikely(n > mag_size(m)))
+		two_threads(m, n, "a count above the capacity");
+	return n;
+}
+
+/* End a slow path of @m with count @n. */
+static void mag_leave(struct uslab_magazine *m, unsigned int n)
+{
+	unsigned int busy = MAG_BUSY;
+
+	if (unlikely(!__atomic_compare_exchange_n(&m->count, &busy, n, false, __ATOMIC_RELEASE,
+						  __ATOMIC_RELAXED)))
+		two_threads(m, busy, "the count changed during a slow path");
+}
+
+/* Allocate @n objects onto the top of @m (count *@k) with one bulk call; 0 or -ENOMEM. */
+static int push_new(struct uslab_magazine *m, unsigned int *k, size_t n)
 {
 	if (!n)
 		return 0;
-	if (uslab_cache_alloc_bulk(m->cache, n, m->objs + m->count) != n)
+	USLAB_ASSERT(*k + n <= mag_size(m));
+	if (uslab_cache_alloc_bulk(m->cache, n, m->objs + *k) != n)
 		return -ENOMEM;
-	objs_poison(m->objs + m->count, n);
-	m->count += (unsigned int)n;
+	objs_poison(m->objs + *k, n);
+	*k += (unsigned int)n;
 	m->refills++;
 	return 0;
 }
 
 int uslab_magazine_fill(struct uslab_magazine *m, unsigned int n)
 {
+	unsigned int k;
+	int ret = 0;
+
 	if (!m || n > mag_size(m))
 		return -EINVAL;
-	return m->count >= n ? 0 : push_new(m, n - m->count);
+	k = mag_enter(m);
+	if (k < n)
+		ret = push_new(m, &k, n - k);
+	mag_leave(m, k);
+	return ret;
 }
 
 struct uslab_magazine *uslab_magazine_prefill(struct uslab_cache *c, unsigned int n)
@@ -129,14 +189,15 @@ struct uslab_magazine *uslab_magazine_prefill(struct uslab_cache *c, unsigned in
 
 /* ------------------------------------------------------- slow paths */
 
-/* Give the bottom @n objects back with one bulk free; slide the rest down. */
-static void flush_bottom(struct uslab_magazine *m, size_t n)
+/* Give the bottom @n of the *@k objects back with one bulk free; slide the rest down. */
+static void flush_bottom(struct uslab_magazine *m, unsigned int *k, size_t n)
 {
 	if (!n)
 		return;
+	USLAB_ASSERT(n <= *k);
 	uslab_cache_free_bulk(m->cache, n, m->objs); /* poisoned: they stay so */
-	memmove(m->objs, m->objs + n, (m->count - n) * sizeof(void *));
-	m->count -= (unsigned int)n;
+	memmove(m->objs, m->objs + n, (*k - n) * sizeof(void *));
+	*k -= (unsigned int)n;
 	m->flushes++;
 }
 
@@ -146,34 +207,26 @@ static size_t half(const struct uslab_magazine *m)
 	return m->capacity > 1 ? m->capacity / 2 : 1;
 }
 
-/*
- * A count above the capacity is possible only if two threads used the
- * magazine at once (a contract violation): stop before the array overflows.
- */
-static void check_count(const struct uslab_magazine *m)
-{
-	if (unlikely(m->count > mag_size(m)))
-		usl_bug(m->cache, m,
-			"magazine count %u above its capacity %u (used by two threads at once?)",
-			m->count, mag_size(m));
-}
-
 /* Refill an empty magazine. Return: the new count; 0 if the cache had none. */
 unsigned int uslab_priv_magazine_refill(struct uslab_magazine *m)
 {
-	check_count(m);
-	if (!m->count && !mag_debug(m)) /* (a debug one: its reserve, or the slow path) */
-		push_new(m, m->refill);
-	return m->count;
+	unsigned int k = mag_enter(m);
+
+	if (!k && !mag_debug(m)) /* (a debug one: its reserve, or the slow path) */
+		push_new(m, &k, m->refill);
+	mag_leave(m, k);
+	return k;
 }
 
 /* Give a full magazine's older half back. Return: the new count. */
 unsigned int uslab_priv_magazine_make_room(struct uslab_magazine *m)
 {
-	check_count(m);
-	if (m->count == m->capacity && !mag_debug(m))
-		flush_bottom(m, half(m));
-	return m->count;
+	unsigned int k = mag_enter(m);
+
+	if (k == m->capacity && !mag_debug(m))
+		flush_bottom(m, &k, half(m));
+	mag_leave(m, k);
+	return k;
 }
 
 /*
@@ -184,6 +237,7 @@ unsigned int uslab_priv_magazine_make_room(struct uslab_magazine *m)
 unsigned int uslab_priv_magazine_free_slow(struct uslab_magazine *m, void *obj)
 {
 	if (mag_debug(m)) {
+		mag_leave(m, mag_enter(m));
 		uslab_cache_free(m->cache, obj);
 		return ~0u;
 	}
@@ -193,19 +247,19 @@ unsigned int uslab_priv_magazine_free_slow(struct uslab_magazine *m, void *obj)
 /* Take one object, refilling an empty magazine (or one object straight). */
 void *uslab_priv_magazine_alloc_slow(struct uslab_magazine *m)
 {
+	unsigned int k = mag_enter(m);
 	void *obj;
 
-	check_count(m);
-	if (mag_debug(m) && !m->count)
-		return uslab_cache_alloc(m->cache); /* (errno ENOMEM set by the cache) */
-	if (!m->count && push_new(m, m->refill)) {
-		/* Not a whole refill to be had: try for one object. */
+	if (!k && (mag_debug(m) || push_new(m, &k, m->refill))) {
+		/* A debug cache's, or not a whole refill to be had: one object. */
+		mag_leave(m, k);
 		obj = uslab_cache_alloc(m->cache);
 		if (!obj)
 			errno = ENOMEM;
 		return obj;
 	}
-	obj = m->objs[--m->count];
+	obj = m->objs[--k];
+	mag_leave(m, k);
 	objs_unpoison(m->cache, &obj, 1);
 	return obj;
 }
@@ -225,12 +279,18 @@ void *uslab_magazine_alloc(struct uslab_magazine *m)
 
 void uslab_magazine_free(struct uslab_magazine *m, void *obj)
 {
+	unsigned int n = m->count;
+
 	if (unlikely(!obj))
 		return;
-	if (unlikely(m->count >= m->capacity) && uslab_priv_magazine_free_slow(m, obj) == ~0u)
-		return;
+	if (unlikely(n >= m->capacity)) {
+		n = uslab_priv_magazine_free_slow(m, obj);
+		if (n == ~0u)
+			return;
+	}
 	objs_poison(&obj, 1);
-	m->objs[m->count++] = obj;
+	m->objs[n] = obj;
+	m->count = n + 1;
 }
 
 unsigned int uslab_magazine_count(const struct uslab_magazine *m)
@@ -238,12 +298,11 @@ unsigned int uslab_magazine_count(const struct uslab_magazine *m)
 	return m->count;
 }
 
-size_t uslab_magazine_alloc_bulk(struct uslab_magazine *m, size_t n, void **p)
+/* The body of uslab_magazine_alloc_bulk(), on the count *@k mag_enter() gave. */
+static size_t alloc_bulk(struct uslab_magazine *m, unsigned int *k, size_t n, void **p)
 {
-	size_t have = m->count, take = n;
+	size_t have = *k, take = n;
 
-	if (!n)
-		return 0;
 	if (mag_debug(m) && n > have) {
 		/* The cache's part first (all or nothing), then the reserve's. */
 		if (uslab_cache_alloc_bulk(m->cache, n - have, p + have) != n - have)
@@ -256,7 +315,7 @@ size_t uslab_magazine_alloc_bulk(struct uslab_magazine *m, size_t n, void **p)
 			/* A small shortfall and a refill onto the magazine, one call. */
 			size_t more = need + m->refill < room ? need + m->refill : room;
 
-			if (push_new(m, more) && push_new(m, need)) {
+			if (push_new(m, k, more) && push_new(m, k, need)) {
 				errno = ENOMEM;
 				return 0;
 			}
@@ -273,23 +332,36 @@ size_t uslab_magazine_alloc_bulk(struct uslab_magazine *m, size_t n, void **p)
 			take = have;
 		}
 	}
-	m->count -= (unsigned int)take;
-	memcpy(p, m->objs + m->count, take * sizeof(void *));
+	*k -= (unsigned int)take;
+	memcpy(p, m->objs + *k, take * sizeof(void *));
 	objs_unpoison(m->cache, p, take);
 	return n;
 }
 
-/*
- * Push p[0..n) (skipping NULLs, clearing entries); the caller made room.
- * Without holes: a memcpy and a memset.
- */
-static void push_objs(struct uslab_magazine *m, size_t n, void **p)
+size_t uslab_magazine_alloc_bulk(struct uslab_magazine *m, size_t n, void **p)
 {
+	unsigned int k;
+
+	if (!n)
+		return 0;
+	k = mag_enter(m);
+	n = alloc_bulk(m, &k, n, p);
+	mag_leave(m, k);
+	return n;
+}
+
+/*
+ * Push p[0..n) (skipping NULLs, clearing entries) onto the *@k objects;
+ * the caller made room. Without holes: a memcpy and a memset.
+ */
+static void push_objs(struct uslab_magazine *m, unsigned int *k, size_t n, void **p)
+{
+	USLAB_ASSERT(*k + n <= m->capacity);
 	if (!ptrs_any_null(p, n)) {
 		objs_poison(p, n);
-		memcpy(m->objs + m->count, p, n * sizeof(void *));
+		memcpy(m->objs + *k, p, n * sizeof(void *));
 		memset(p, 0, n * sizeof(void *));
-		m->count += (unsigned int)n;
+		*k += (unsigned int)n;
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -298,26 +370,30 @@ static void push_objs(struct uslab_magazine *m, size_t n, void **p)
 		p[i] = NULL;
 		if (o) {
 			objs_poison(&o, 1);
-			m->objs[m->count++] = o;
+			m->objs[(*k)++] = o;
 		}
 	}
 }
 
 void uslab_magazine_free_bulk(struct uslab_magazine *m, size_t n, void **p)
 {
-	size_t have = m->count, room = m->capacity - have;
-	size_t flush = have < half(m) ? have : half(m);
+	unsigned int k;
+	size_t room, flush;
 
 	if (!n || !p)
 		return;
+	k = mag_enter(m);
 	if (mag_debug(m)) {
+		mag_leave(m, k);
 		uslab_cache_free_bulk(m->cache, n, p); /* checked at the call */
 		return;
 	}
+	room = m->capacity - k;
+	flush = k < half(m) ? k : half(m);
 	if (n > room) {
 		if (n <= room + flush) {
 			/* The usual overflow: the older half goes back first. */
-			flush_bottom(m, flush);
+			flush_bottom(m, &k, flush);
 		} else {
 			/* More than fits even then: the excess goes straight back. */
 			uslab_cache_free_bulk(m->cache, n - room, p);
@@ -326,13 +402,19 @@ void uslab_magazine_free_bulk(struct uslab_magazine *m, size_t n, void **p)
 			n = room;
 		}
 	}
-	push_objs(m, n, p);
+	push_objs(m, &k, n, p);
+	mag_leave(m, k);
 }
 
 void uslab_magazine_flush(struct uslab_magazine *m)
 {
-	if (m)
-		flush_bottom(m, m->count);
+	unsigned int k;
+
+	if (!m)
+		return;
+	k = mag_enter(m);
+	flush_bottom(m, &k, k);
+	mag_leave(m, k);
 }
 
 void uslab_magazine_destroy(struct uslab_magazine *m)

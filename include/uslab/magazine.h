@@ -113,7 +113,9 @@ struct uslab_free_batch {
  *
  * Context: any thread. The magazine then belongs to the caller, who may
  * hand it to another thread (through a join, a lock or a queue: anything
- * that orders the two threads' accesses).
+ * that orders the two threads' accesses). Two threads at once is reported
+ * ("uslab: BUG <cache>: magazine used by two threads at once", abort) by
+ * the first slow path that sees it, before its array or cache is touched.
  * Return: the magazine; or NULL with errno set:
  *   EINVAL - @c is NULL, @capacity above USLAB_MAGAZINE_MAX_CAPACITY, or
  *            @refill above the capacity;
@@ -307,7 +309,7 @@ uslab_magazine_alloc_inline(struct uslab_magazine *m)
 {
 	unsigned int n = m->count;
 
-	/* n - 1 >= capacity: empty, or a count no single owner leaves (reported). */
+	/* n - 1 >= capacity: empty, or a count no single owner leaves (reported: magazine.c). */
 	if (__builtin_expect(n - 1 >= m->capacity, 0)) {
 		n = uslab_priv_magazine_refill(m);
 		if (__builtin_expect(!n, 0))
@@ -350,7 +352,8 @@ uslab_magazine_alloc_bulk_inline(struct uslab_magazine *m, size_t n, void **p)
 	unsigned int k = m->count;
 	void **top;
 
-	if (__builtin_expect(n > k || !n || n > USLAB_PRIV_BULK_INLINE, 0))
+	/* k > capacity: a slow path of another thread (reported there) or a debug cache's. */
+	if (__builtin_expect(n > k || !n || n > USLAB_PRIV_BULK_INLINE || k > m->capacity, 0))
 		return (uslab_magazine_alloc_bulk)(m, n, p);
 	k -= (unsigned int)n;
 	top = m->objs + k;

@@ -248,9 +248,11 @@ static const struct death handle_misuse[] = {
 	  "uslab: BUG -: free of a destroyed cache (or not a cache)" },
 	{ "stats after destroy", stats_after_destroy, "uslab: BUG -: stats of a destroyed cache" },
 	{ "over-full magazine, free", magazine_overfull,
-	  "uslab: BUG mag: magazine count 19 above its capacity 16" },
+	  "uslab: BUG mag: magazine used by two threads at once (a count above the capacity; "
+	  "count 19, capacity 16)" },
 	{ "over-full magazine, alloc", magazine_overfull_alloc,
-	  "uslab: BUG mag: magazine count 19 above its capacity 16" },
+	  "uslab: BUG mag: magazine used by two threads at once (a count above the capacity; "
+	  "count 19, capacity 16)" },
 	{ "foreign pointer, at the call", foreign_at_call,
 	  "uslab: BUG direct: free of a pointer uslab did not hand out" },
 	{ "wrong cache, at the call", wrong_cache_at_call,

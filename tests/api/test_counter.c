@@ -229,6 +229,74 @@ static void id_after_destroy(void *arg)
 	(void)uslab_idgen_next(&g);
 }
 
+/*
+ * A copy of a counter taken before its destroy, used after a new counter
+ * took its index: reported, and the live counter's delta is not touched.
+ * add_through_stale_copy: the live counter has a delta in this thread's
+ * slot; stale_copy_old_slot: the slot still holds the destroyed counter's
+ * delta (the new counter never added here); sum_through_stale_copy: a sum.
+ */
+static void add_through_stale_copy(void *arg)
+{
+	struct uslab_counter a, stale, live;
+
+	(void)arg;
+	uslab_counter_init(&a, 0);
+	uslab_counter_add(&a, 1);
+	stale = a;
+	uslab_counter_destroy(&a);
+	uslab_counter_init(&live, 0); /* takes a's index */
+	if (live.idx != stale.idx)
+		_exit(3);
+	uslab_counter_add(&live, 10);
+	uslab_counter_add(&stale, 1);
+	fprintf(stderr, "not reported: live sum %lld (10 expected)\n",
+		(long long)uslab_counter_sum(&live));
+}
+
+static void stale_copy_old_slot(void *arg)
+{
+	struct uslab_counter a, stale, live;
+
+	(void)arg;
+	uslab_counter_init(&a, 0);
+	uslab_counter_add(&a, 1);
+	stale = a;
+	uslab_counter_destroy(&a);
+	uslab_counter_init(&live, 0);
+	if (live.idx != stale.idx)
+		_exit(3);
+	uslab_counter_add(&stale, 1);
+}
+
+static void sum_through_stale_copy(void *arg)
+{
+	struct uslab_counter a, stale, live;
+
+	(void)arg;
+	uslab_counter_init(&a, 0);
+	stale = a;
+	uslab_counter_destroy(&a);
+	uslab_counter_init(&live, 0);
+	uslab_counter_add(&live, 10);
+	(void)uslab_counter_sum(&stale);
+}
+
+/* A stale copy of a generator: its slot taken by a live counter (a's delta kept). */
+static void id_through_stale_copy(void *arg)
+{
+	struct uslab_idgen g, stale;
+	struct uslab_counter live;
+
+	(void)arg;
+	uslab_idgen_init(&g, 0);
+	stale = g;
+	uslab_idgen_destroy(&g);
+	uslab_counter_init(&live, 0);
+	uslab_counter_add(&live, 10);
+	(void)uslab_idgen_next(&stale);
+}
+
 static void sum_of_null(void *arg)
 {
 	(void)arg;
@@ -243,6 +311,14 @@ static const struct death counter_misuse[] = {
 	{ "add to a zero-filled counter", add_to_zeroed,
 	  "uslab: BUG -: uslab_counter_add: counter never initialized, or destroyed" },
 	{ "ID from a destroyed generator", id_after_destroy,
+	  "uslab: BUG -: uslab_idgen_next: ID generator never initialized, or destroyed" },
+	{ "add through a stale copy, index reused", add_through_stale_copy,
+	  "uslab: BUG -: uslab_counter_add: counter never initialized, or destroyed" },
+	{ "add through a stale copy, its old slot", stale_copy_old_slot,
+	  "uslab: BUG -: uslab_counter_add: counter never initialized, or destroyed" },
+	{ "sum through a stale copy, index reused", sum_through_stale_copy,
+	  "uslab: BUG -: uslab_counter_sum: counter never initialized, or destroyed" },
+	{ "ID through a stale copy, index reused by a counter", id_through_stale_copy,
 	  "uslab: BUG -: uslab_idgen_next: ID generator never initialized, or destroyed" },
 	{ "sum of NULL", sum_of_null,
 	  "uslab: BUG -: uslab_counter_sum: counter never initialized, or destroyed" },

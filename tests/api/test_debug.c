@@ -7,6 +7,8 @@
  *
  *   test_debug kunit    red zones, poison, leaks, deferred frees (counts)
  *   test_debug kmalloc  kmalloc's red zone, krealloc (USLAB_DEBUG=ZP,kmalloc-64)
+ *   test_debug align    power-of-two kmalloc classes aligned to their size
+ *                       under every combination of the letters FZPU
  *   test_debug trials   10,000 trials of each double-free and foreign-pointer
  *                       kind (USLAB_ON_BUG=report: each must count one bug)
  *   test_debug abort    the default for F: abort, with the report naming
@@ -579,6 +581,54 @@ static void test_corruptions(unsigned long n)
 	corrupt_run("corrupt_debug", USLAB_RED_ZONE | USLAB_POISON, USLAB_LAYOUT_AUTO);
 }
 
+/*
+ * Power-of-two kmalloc classes stay aligned to their size under every
+ * combination of the debug letters (issue 22 item 8: the 8, 16 and 32 KiB
+ * classes were only page-aligned). Each combination in a child, whose
+ * first uslab call reads USLAB_DEBUG.
+ */
+static void align_child(void *arg)
+{
+	enum { N = 40 };
+	void *p[N];
+
+	setenv("USLAB_DEBUG", arg, 1);
+	for (size_t size = 8; size <= USLAB_KMALLOC_MAX_CACHE_SIZE; size *= 2) {
+		unsigned long bad = 0;
+
+		for (int i = 0; i < N; i++) {
+			p[i] = uslab_kmalloc(size);
+			CHECK(p[i], "kmalloc(%zu)", size);
+			bad += ((uintptr_t)p[i] & (size - 1)) != 0;
+		}
+		CHECK(!bad,
+		      "USLAB_DEBUG=%s: %lu of %d objects of kmalloc-%zu not aligned to %zu (%p)",
+		      (char *)arg, bad, N, size, size, p[0]);
+		for (int i = 0; i < N; i++)
+			uslab_kfree(p[i]);
+	}
+}
+
+static void test_debug_alignment(void)
+{
+	static const char letters[] = "FZPU";
+	char err[4096];
+
+	for (unsigned int mask = 1; mask < 16; mask++) {
+		char combo[8];
+		int n = 0, status;
+
+		for (int i = 0; i < 4; i++) {
+			if (mask & (1u << i))
+				combo[n++] = letters[i];
+		}
+		combo[n] = 0;
+		status = run_child(align_child, combo, err, sizeof(err));
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "USLAB_DEBUG=%s: status %#x %s", combo, status, err);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "kunit";
@@ -599,6 +649,8 @@ int main(int argc, char **argv)
 		RUN(test_kmalloc_redzone);
 		RUN(test_krealloc_redzone);
 		RUN(test_kmalloc_freed);
+	} else if (!strcmp(mode, "align")) {
+		RUN(test_debug_alignment);
 	} else if (!strcmp(mode, "trials")) {
 		RUN(test_double_free_trials);
 		RUN(test_foreign_trials);
