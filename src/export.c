@@ -322,6 +322,8 @@ void export_init(void)
 /* In a forked child (init.c): the parent's file is not the child's; a file and thread of its own. */
 void export_fork_child(void)
 {
+	int old;
+
 	if (!exporter_running)
 		return;
 	munmap(map, export_bytes(EXPORT_MAX_ROWS));
@@ -329,7 +331,7 @@ void export_fork_child(void)
 	close(dir_fd);
 	dir_fd = -1;
 	exporter_running = false;
-	int old = usl_nocancel(); /* open(), in fork(), which is no cancellation point */
+	old = usl_nocancel(); /* open(), in fork(), which is no cancellation point */
 	export_start();
 	usl_cancel_restore(old);
 }
