@@ -89,6 +89,7 @@
 #define USLAB_BASE_H
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stddef.h>
@@ -249,6 +250,43 @@ INTERNAL __attribute__((format(printf, 5, 6))) bool usl_report(const struct usla
 							       ...);
 INTERNAL __attribute__((format(printf, 1, 2))) void usl_report_line(const char *fmt, ...);
 INTERNAL void usl_report_end(const struct uslab_cache *c);
+
+/*
+ * Lines held back: a report made under a lock (validate, a debug cache's
+ * leak report) is collected in @buf (@cap bytes, the caller's; NULL: none,
+ * the lines are written at once) from usl_lines_hold() on, and written by
+ * usl_lines_release() once the lock is dropped: no write() under a lock.
+ * Lines beyond @cap are counted, and their number is reported instead.
+ */
+struct usl_lines {
+	struct usl_lines *prev;
+	char *buf;
+	size_t len, cap;
+	unsigned long dropped;
+};
+INTERNAL void usl_lines_hold(struct usl_lines *h, char *buf, size_t cap);
+INTERNAL void usl_lines_release(struct usl_lines *h);
+
+/*
+ * Cancellation: no uslab call is a cancellation point (doc/design.md
+ * "Cancellation"). A slow path that can reach one of the C library's
+ * (write(), getrandom(), open(), fprintf(), a condition wait) runs between
+ * usl_nocancel() and usl_cancel_restore(): a pending cancel is acted on at
+ * the caller's next cancellation point, after the call returned. Never on
+ * the inline fast paths.
+ */
+static inline int usl_nocancel(void)
+{
+	int old;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	return old;
+}
+
+static inline void usl_cancel_restore(int old)
+{
+	pthread_setcancelstate(old, NULL);
+}
 INTERNAL int debug_parse(const char *s);
 INTERNAL unsigned int debug_selects(const char *name);
 

@@ -95,10 +95,12 @@ static unsigned int default_min_partial(unsigned int size)
 
 static uintptr_t random_secret(void)
 {
+	int old = usl_nocancel(); /* getrandom() is a cancellation point */
 	uintptr_t v;
 
 	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v))
 		v = (uintptr_t)__rdtsc() * 0x9e3779b97f4a7c15ull ^ (uintptr_t)&v;
+	usl_cancel_restore(old);
 	return v | 1;
 }
 
@@ -700,6 +702,9 @@ void cache_add_events(struct uslab_cache *c, const uint64_t *ev)
 #endif
 }
 
+/* Room for the lines of validate and of a leak report (100 lines of up to 512 bytes). */
+#define HELD_LINES_BYTES (64 * 1024)
+
 /* One problem found by validate: a line on stderr, counted. */
 #define bad(c, fmt, ...) (usl_warn("validate %s: " fmt, (c)->name, __VA_ARGS__), errors++)
 
@@ -712,15 +717,17 @@ void cache_add_events(struct uslab_cache *c, const uint64_t *ev)
 unsigned long cache_validate_node(struct uslab_cache *c, void *const *held, size_t nheld)
 {
 	size_t bytes = ALIGN_UP(ALIGN_UP((size_t)c->objects, 64) / 8, PAGE_SIZE);
-	uint64_t *seen = os_mmap(bytes);
+	uint64_t *seen = os_mmap(bytes + HELD_LINES_BYTES);
 	unsigned long errors = 0, partial = 0, empty = 0, nfree = 0;
 	struct node *n = &c->node;
+	struct usl_lines lines;
 	struct slab *s;
 
 	if (!seen) {
 		usl_warn("validate %s: no memory for the check", c->name);
 		return 1;
 	}
+	usl_lines_hold(&lines, (char *)seen + bytes, HELD_LINES_BYTES); /* written unlocked */
 	ulock_lock(&n->lock);
 	list_for_each_entry(s, &n->partial, list) {
 		if (s->state != SLAB_PARTIAL || s->cache != c || s->objects != c->objects ||
@@ -744,7 +751,8 @@ unsigned long cache_validate_node(struct uslab_cache *c, void *const *held, size
 		bad(c, "node counters: %lu partial (%lu counted), %lu empty (%lu), %lu free (%lu)",
 		    n->nr_partial, partial, n->nr_empty, empty, n->nr_free, nfree);
 	ulock_unlock(&n->lock);
-	os_munmap(seen, bytes);
+	usl_lines_release(&lines);
+	os_munmap(seen, bytes + HELD_LINES_BYTES);
 	return errors;
 }
 
@@ -966,8 +974,11 @@ void cache_list_live(struct uslab_cache *c)
 {
 	struct list_node *lists[2] = { &c->node.partial, &c->node.full };
 	unsigned long budget = 100, live = 0;
+	char *buf = os_mmap(HELD_LINES_BYTES); /* NULL: the lines go out at once */
+	struct usl_lines lines;
 	struct slab *s;
 
+	usl_lines_hold(&lines, buf, HELD_LINES_BYTES); /* written unlocked */
 	ulock_lock(&c->node.lock);
 	for (int i = 0; i < 2; i++) {
 		list_for_each_entry(s, lists[i], list) {
@@ -975,6 +986,9 @@ void cache_list_live(struct uslab_cache *c)
 		}
 	}
 	ulock_unlock(&c->node.lock);
+	usl_lines_release(&lines);
+	if (buf)
+		os_munmap(buf, HELD_LINES_BYTES);
 	if (live > 100)
 		usl_warn("cache %s: ... and %lu more", c->name, live - 100);
 }

@@ -24,11 +24,64 @@
 
 #include "cache.h" /* the cache named in a report */
 
+static __thread struct usl_lines *held_lines; /* usl_lines_hold(): innermost */
+
+/* Out to stderr, not cancelled: write() is a cancellation point. */
+static void write_out(const char *buf, size_t len)
+{
+	int old = usl_nocancel();
+
+	/* stderr may be unbuffered or locked by the thread that broke things. */
+	if (len > 0 && write(STDERR_FILENO, buf, len) < 0)
+		len = 0;
+	usl_cancel_restore(old);
+}
+
+/* A line: held back while this thread holds a lock (usl_lines_hold), else written. */
 static void write_line(const char *buf, int len)
 {
-	/* stderr may be unbuffered or locked by the thread that broke things. */
-	if (len > 0 && write(STDERR_FILENO, buf, (size_t)len) < 0)
+	struct usl_lines *h = held_lines;
+
+	if (len <= 0)
 		return;
+	if (!h || !h->buf) {
+		write_out(buf, (size_t)len);
+	} else if (h->cap - h->len >= (size_t)len) {
+		memcpy(h->buf + h->len, buf, (size_t)len);
+		h->len += (size_t)len;
+	} else {
+		h->dropped++;
+	}
+}
+
+void usl_lines_hold(struct usl_lines *h, char *buf, size_t cap)
+{
+	h->prev = held_lines;
+	h->buf = buf;
+	h->len = 0;
+	h->cap = buf ? cap : 0;
+	h->dropped = 0;
+	held_lines = h;
+}
+
+void usl_lines_release(struct usl_lines *h)
+{
+	USLAB_ASSERT(held_lines == h);
+	held_lines = h->prev;
+	write_line(h->buf, (int)h->len);
+	if (h->dropped)
+		usl_warn("... and %lu more lines (no room to hold them)", h->dropped);
+}
+
+/* Before abort(): the lines held back come first (the locks no longer matter). */
+static void flush_held(void)
+{
+	struct usl_lines *h = held_lines;
+
+	held_lines = NULL;
+	for (; h; h = h->prev)
+		if (h->buf)
+			write_out(h->buf, h->len);
 }
 
 /* The first line of every report: "uslab: BUG <cache>: <what> at <address>". */
@@ -52,6 +105,7 @@ void usl_bug(const struct uslab_cache *c, const void *addr, const char *fmt, ...
 {
 	va_list ap;
 
+	flush_held();
 	va_start(ap, fmt);
 	bug_line(c, addr, fmt, ap);
 	va_end(ap);
@@ -228,8 +282,10 @@ void usl_report_line(const char *fmt, ...)
 /* The end of a report: abort() or go on. */
 void usl_report_end(const struct uslab_cache *c)
 {
-	if (aborts(c))
+	if (aborts(c)) {
+		flush_held();
 		abort();
+	}
 }
 
 unsigned long uslab_bug_count(void)

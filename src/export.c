@@ -322,6 +322,8 @@ void export_init(void)
 /* In a forked child (init.c): the parent's file is not the child's; a file and thread of its own. */
 void export_fork_child(void)
 {
+	int old;
+
 	if (!exporter_running)
 		return;
 	munmap(map, export_bytes(EXPORT_MAX_ROWS));
@@ -329,7 +331,9 @@ void export_fork_child(void)
 	close(dir_fd);
 	dir_fd = -1;
 	exporter_running = false;
+	old = usl_nocancel(); /* open(), in fork(), which is no cancellation point */
 	export_start();
+	usl_cancel_restore(old);
 }
 
 void uslab_stats_print(FILE *f)
@@ -337,16 +341,19 @@ void uslab_stats_print(FILE *f)
 	size_t bytes = ALIGN_UP(EXPORT_MAX_ROWS * sizeof(struct export_row), PAGE_SIZE);
 	struct export_row *rows;
 	uint32_t n;
+	int old;
 
 	if (!f || usl_init())
 		return;
+	old = usl_nocancel(); /* fprintf() may be a cancellation point */
 	rows = os_mmap(bytes);
 	if (!rows) {
 		fprintf(f, "uslab: no memory for the statistics\n");
-		return;
+	} else {
+		n = gather(rows, EXPORT_MAX_ROWS);
+		export_print_slabinfo(f, rows, n);
+		fflush(f);
+		os_munmap(rows, bytes);
 	}
-	n = gather(rows, EXPORT_MAX_ROWS);
-	export_print_slabinfo(f, rows, n);
-	fflush(f);
-	os_munmap(rows, bytes);
+	usl_cancel_restore(old);
 }

@@ -62,6 +62,7 @@ static void fork_child(void)
 
 static void do_init(void)
 {
+	int old = usl_nocancel(); /* getrandom(), the export's files */
 	int err;
 
 	tls_starting = true;
@@ -83,6 +84,7 @@ static void do_init(void)
 		export_init();
 	init_error = err;
 	tls_starting = false;
+	usl_cancel_restore(old);
 }
 
 /*

@@ -4,6 +4,7 @@
  * check and the record of the locks each thread holds (lockdep) of
  * USLAB_CHECKS builds.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -43,6 +44,8 @@ static __thread unsigned int untracked; /* held beyond LOCKDEP_DEPTH */
 /* A lockdep report (not usl_bug(): lock.c sits below debug.c). */
 static __attribute__((noreturn)) void lockdep_bug(const char *msg, int len)
 {
+	/* write() is a cancellation point: not while the locks are held. */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 	if (len > 0 && write(STDERR_FILENO, msg, (size_t)len) < 0)
 		abort();
 	abort();

@@ -210,6 +210,11 @@ void options_print(FILE *f)
 
 void uslab_options_print(FILE *f)
 {
-	if (f && !usl_init())
+	int old;
+
+	if (f && !usl_init()) {
+		old = usl_nocancel(); /* fprintf() may be a cancellation point */
 		options_print(f);
+		usl_cancel_restore(old);
+	}
 }

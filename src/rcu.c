@@ -501,7 +501,7 @@ static void rcu_init_once(void)
  * Return: 0, or -1 when the thread cannot keep a block (no monitor, no
  * key; or it has exited: its key destructor would not run again).
  */
-static int rcu_thread_start(void)
+static int rcu_thread_start_nocancel(void)
 {
 	USLAB_ASSERT(!lockdep_depth());
 	if (usl_init())
@@ -518,6 +518,16 @@ static int rcu_thread_start(void)
 	__atomic_store_n(&rt.listed, true, __ATOMIC_RELAXED);
 	ulock_unlock(&R.list_lock);
 	return 0;
+}
+
+/* Once a thread: the block cache's creation (getrandom()), the monitor's start. */
+static int rcu_thread_start(void)
+{
+	int old = usl_nocancel();
+	int ret = rcu_thread_start_nocancel();
+
+	usl_cancel_restore(old);
+	return ret;
 }
 
 static bool inflight_below_max(void)
