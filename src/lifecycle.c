@@ -210,11 +210,18 @@ size_t uslab_cache_size(const struct uslab_cache *c)
  */
 int uslab_cache_stats(const struct uslab_cache *c, struct uslab_cache_stats *st)
 {
-	struct uslab_cache *cc = (struct uslab_cache *)c;
-
 	if (!c || !st)
 		return -EINVAL;
 	cache_check_live(c, "stats");
+	lifecycle_stats(c, st);
+	return 0;
+}
+
+/* uslab_cache_stats() of any cache, uslab's own (static) included: no check (export.c). */
+void lifecycle_stats(const struct uslab_cache *c, struct uslab_cache_stats *st)
+{
+	struct uslab_cache *cc = (struct uslab_cache *)c;
+
 	memset(st, 0, sizeof(*st));
 	st->objsize = c->size;
 	st->objperslab = c->objects;
@@ -230,5 +237,4 @@ int uslab_cache_stats(const struct uslab_cache *c, struct uslab_cache_stats *st)
 	cache_node_stats(cc, st);
 	barn_counts(&cc->barn, &st->barn_full, &st->barn_empty);
 	thread_sum_events(c, st->events);
-	return 0;
 }
