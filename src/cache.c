@@ -851,7 +851,7 @@ bool cache_is_descriptor_slow(uintptr_t a)
 	return false;
 }
 
-/* A slot for a new descriptor (zeroed, not yet a cache); NULL with errno ENOMEM. */
+/* A slot for a new descriptor (zeros, not yet a cache); NULL with errno ENOMEM. */
 static struct uslab_cache *desc_alloc(void)
 {
 	for (;;) {
@@ -905,7 +905,8 @@ struct uslab_cache *cache_new(const char *name, size_t size, size_t align, void 
 
 	if (!c)
 		return NULL;
-	memset(c, 0, sizeof(*c));
+	/* (Zeros: a slot is fresh memory, never reused.) */
+	USLAB_ASSERT(!c->magic && !c->retired && !c->hot.pcs_off);
 	if (cache_setup(c, name, size, align, ctor, flags, min_partial, layout)) {
 		cache_delete(c);
 		errno = EINVAL;
@@ -935,9 +936,9 @@ void cache_delete(struct uslab_cache *c)
 	if (page - desc_table.base[n - 1] < desc_table.slots[n - 1] * DESC_SLOT &&
 	    page + PAGE_SIZE > desc_table.base[n - 1] + desc_used)
 		dead = false; /* a slot of the page is not handed out yet */
+	c->retired = true;
 	for (uintptr_t a = page; dead && a < page + PAGE_SIZE; a += DESC_SLOT)
-		dead = __atomic_load_n(&((struct uslab_cache *)a)->magic, __ATOMIC_ACQUIRE) ==
-		       CACHE_MAGIC_DEAD;
+		dead = ((struct uslab_cache *)a)->retired;
 	ulock_unlock(&caches_lock);
 	if (dead)
 		madvise((void *)page, PAGE_SIZE, MADV_DONTNEED);

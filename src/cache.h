@@ -74,6 +74,7 @@ struct uslab_cache {
 	unsigned int min_partial;
 	unsigned long nr_deferred; /* TYPESAFE_BY_RCU slabs waiting for gp.c */
 	int id;			   /* index of pcs; -1 without sheaves */
+	bool retired;		   /* cache_delete() ran: under caches_lock (its slot's page) */
 	uintptr_t secret;	   /* free pointer encoding key */
 	void (*ctor)(void *obj);
 
