@@ -71,7 +71,10 @@ extern "C" {
 #define USLAB_MAX_ALIGN 4096ul
 /** USLAB_NAME_MAX - the longest cache name, not counting the terminating NUL. */
 #define USLAB_NAME_MAX 63
-/** USLAB_MAX_CACHES - caches that may exist at the same time. */
+/**
+ * USLAB_MAX_CACHES - cache ids: caches with sheaves that may exist at the
+ * same time, the kmalloc classes' 80 included (a program may create 4016).
+ */
 #define USLAB_MAX_CACHES 4096
 
 struct uslab_cache;
@@ -166,7 +169,8 @@ USLAB_API const char *uslab_layout_name(unsigned int layout);
  *            @args->align not a power of two or above USLAB_MAX_ALIGN,
  *            unknown bits in @flags, @args->layout unknown or unable to
  *            serve this size, alignment and flags;
- *   ENOSPC - USLAB_MAX_CACHES caches already exist;
+ *   ENOSPC - USLAB_MAX_CACHES caches with sheaves already exist (less
+ *            the kmalloc classes' ids, kept for them: 4016 of the program's);
  *   ENOMEM - no memory for the cache descriptor.
  */
 USLAB_API struct uslab_cache *uslab_cache_create(const char *name, size_t size,

@@ -322,7 +322,7 @@ size_t uslab_cache_alloc_bulk(struct uslab_cache *c, size_t n, void **objs)
 {
 	struct pcs *p;
 
-	if (unlikely(!c || !objs))
+	if (unlikely(!cache_is_descriptor(c) || !objs))
 		return uslab_priv_alloc_bulk_slow(c, n, objs); /* reports or EINVAL */
 	p = pcs_of(c);
 	/* n - 1: n == 0 goes to the slow path, which stores nothing. */
@@ -339,7 +339,7 @@ void uslab_cache_free_bulk(struct uslab_cache *c, size_t n, void **objs)
 {
 	struct pcs *p;
 
-	if (c && objs) {
+	if (cache_is_descriptor(c) && objs) { /* else reported (NULL: the objects' caches) */
 		p = pcs_of(c);
 		if (n - 1 < (size_t)(p->hot.limit - p->hot.top)) {
 			objs_poison(objs, n);

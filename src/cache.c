@@ -51,6 +51,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <x86intrin.h>
 
@@ -63,7 +64,6 @@
 
 struct ulock caches_lock = ULOCK_INIT_RANK(LOCK_CACHES);
 static struct list_node caches = LIST_HEAD_INIT(caches); /* struct uslab_cache.list */
-static struct uslab_cache cache_cache;			 /* holds struct uslab_cache */
 
 /* -------------------------------------------------------- descriptor */
 
@@ -214,7 +214,7 @@ int cache_init_internal(struct uslab_cache *c, const char *name, size_t size)
 
 int cache_bootstrap(void)
 {
-	int err = cache_init_internal(&cache_cache, "uslab_cache", sizeof(struct uslab_cache));
+	int err = 0;
 
 	for (unsigned int i = 0; !err && i < OFFSLAB_CACHES; i++) {
 		char name[32];
@@ -852,6 +852,81 @@ struct uslab_cache *uslab_cache_of(const void *p)
 /* ------------------------------------------------ descriptor, list */
 
 /*
+ * The descriptor table: the descriptors of caches created by
+ * cache_new(), in slots of DESC_SLOT bytes carved in order from regions
+ * mapped as needed (DESC_REGION0 bytes, each next region twice the last),
+ * never unmapped and never reused. A handle is a cache only if it is the
+ * start of a slot (cache_is_descriptor(), a few instructions without a
+ * lock); a destroyed cache's slot keeps reading CACHE_MAGIC_DEAD and a
+ * pcs_off of 0 (the always-empty entry) however many caches come after
+ * it, so a stale handle is reported by every library call and reaches one
+ * from the inline paths too (cache_check_live()). A page whose slots are
+ * all destroyed is given back (MADV_DONTNEED): it then reads as zeros,
+ * still no cache, and costs only address space (1 KiB per cache created).
+ * Written under caches_lock; desc_table.slots[i] is published (release)
+ * after base[i], read (acquire) before it.
+ */
+_Static_assert(sizeof(struct uslab_cache) <= DESC_SLOT && PAGE_SIZE % DESC_SLOT == 0,
+	       "a descriptor fits its slot, slots tile a page");
+#define DESC_REGION0 (4ul << 20) /* 4096 slots */
+struct desc_table desc_table;
+static size_t desc_used; /* bytes carved from the last region */
+
+bool cache_is_descriptor_slow(uintptr_t a)
+{
+	unsigned int n = __atomic_load_n(&desc_table.nr, __ATOMIC_ACQUIRE);
+
+	for (unsigned int i = 0; i < n; i++) {
+		size_t slots = __atomic_load_n(&desc_table.slots[i], __ATOMIC_ACQUIRE);
+
+		if (a - __atomic_load_n(&desc_table.base[i], __ATOMIC_RELAXED) < slots * DESC_SLOT)
+			return !(a & (DESC_SLOT - 1));
+	}
+	return false;
+}
+
+/* A slot for a new descriptor (zeros, not yet a cache); NULL with errno ENOMEM. */
+static struct uslab_cache *desc_alloc(void)
+{
+	for (;;) {
+		unsigned int n;
+		size_t size;
+		void *map;
+
+		ulock_lock(&caches_lock);
+		n = desc_table.nr;
+		if (n && desc_used + DESC_SLOT <= desc_table.slots[n - 1] * DESC_SLOT) {
+			struct uslab_cache *c = (void *)(desc_table.base[n - 1] + desc_used);
+
+			desc_used += DESC_SLOT;
+			ulock_unlock(&caches_lock);
+			return c;
+		}
+		ulock_unlock(&caches_lock);
+		if (n == DESC_REGIONS) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		/* A new region, mapped outside the lock (fresh pages: zeros). */
+		size = DESC_REGION0 << n;
+		map = os_mmap(size);
+		if (!map)
+			return NULL;
+		ulock_lock(&caches_lock);
+		if (desc_table.nr == n) {
+			__atomic_store_n(&desc_table.base[n], (uintptr_t)map, __ATOMIC_RELAXED);
+			__atomic_store_n(&desc_table.slots[n], size / DESC_SLOT, __ATOMIC_RELEASE);
+			__atomic_store_n(&desc_table.nr, n + 1, __ATOMIC_RELEASE);
+			desc_used = 0;
+			map = NULL;
+		}
+		ulock_unlock(&caches_lock);
+		if (map)
+			os_munmap(map, size); /* another thread mapped one first */
+	}
+}
+
+/*
  * cache_new - a descriptor for a new cache, its layout computed. Not yet
  * on the list of caches, no sheaves (cache_register() gives them).
  * Return: the cache, or NULL with errno ENOMEM (no memory) or EINVAL (no
@@ -860,13 +935,14 @@ struct uslab_cache *uslab_cache_of(const void *p)
 struct uslab_cache *cache_new(const char *name, size_t size, size_t align, void (*ctor)(void *),
 			      unsigned int flags, unsigned int min_partial, unsigned int layout)
 {
-	struct uslab_cache *c = cache_alloc_direct(&cache_cache);
+	struct uslab_cache *c = desc_alloc();
 
 	if (!c)
 		return NULL;
-	memset(c, 0, sizeof(*c));
+	/* (Zeros: a slot is fresh memory, never reused.) */
+	USLAB_ASSERT(!c->magic && !c->retired && !c->hot.pcs_off);
 	if (cache_setup(c, name, size, align, ctor, flags, min_partial, layout)) {
-		cache_free_direct(&cache_cache, c);
+		cache_delete(c);
 		errno = EINVAL;
 		return NULL;
 	}
@@ -874,45 +950,46 @@ struct uslab_cache *cache_new(const char *name, size_t size, size_t align, void 
 }
 
 /*
- * Destroyed descriptors wait in a ring before they are freed for reuse: a
- * stale handle keeps reading CACHE_MAGIC_DEAD (cache_check_live()), and
- * its fast paths the always-empty pcs entry, until this many more caches
- * have been destroyed; only then can it name a new cache.
+ * Retire the descriptor of a cache that is on no list and owns no slab:
+ * its slot stays dead for good; its page goes back to the OS once every
+ * slot of the page is dead (slots are carved in order: all of them were
+ * handed out when the last is).
  */
-#define CACHE_QUARANTINE 64
-static struct uslab_cache *quarantine[CACHE_QUARANTINE];
-static unsigned int quarantine_next;
-
-/* Retire the descriptor of a cache that is on no list and owns no slab. */
 void cache_delete(struct uslab_cache *c)
 {
-	struct uslab_cache *old;
+	uintptr_t page = (uintptr_t)c & ~(uintptr_t)(PAGE_SIZE - 1);
+	unsigned int n;
+	bool dead = true;
 
 	USLAB_ASSERT(!c->node.nr_slabs && !c->nr_deferred);
-	c->magic = CACHE_MAGIC_DEAD;
+	USLAB_ASSERT(cache_is_descriptor(c));
 	c->hot.pcs_off = 0; /* a stale handle's inline paths miss, and reach the check */
+	__atomic_store_n(&c->magic, CACHE_MAGIC_DEAD, __ATOMIC_RELEASE);
 	ulock_lock(&caches_lock);
-	old = quarantine[quarantine_next];
-	quarantine[quarantine_next] = c;
-	quarantine_next = (quarantine_next + 1) % CACHE_QUARANTINE;
+	n = desc_table.nr;
+	if (page - desc_table.base[n - 1] < desc_table.slots[n - 1] * DESC_SLOT &&
+	    page + PAGE_SIZE > desc_table.base[n - 1] + desc_used)
+		dead = false; /* a slot of the page is not handed out yet */
+	c->retired = true;
+	for (uintptr_t a = page; dead && a < page + PAGE_SIZE; a += DESC_SLOT)
+		dead = ((struct uslab_cache *)a)->retired;
 	ulock_unlock(&caches_lock);
-	if (old)
-		cache_free_direct(&cache_cache, old);
+	if (dead)
+		madvise((void *)page, PAGE_SIZE, MADV_DONTNEED);
 }
 
 /*
  * cache_check_live - stop the program when @c, passed to @call, is NULL
- * or not a live cache (destroyed, or not a cache at all). A destroyed
- * descriptor keeps reading CACHE_MAGIC_DEAD while it is in the quarantine
- * of cache_delete(), and until a new cache reuses it after that; a stale
- * handle then names that cache.
+ * or not a live cache: not the start of a descriptor slot (not a cache at
+ * all: read nowhere), or a slot destroyed (or never handed out).
  */
-NO_SANITIZE_ADDRESS void cache_check_live(const struct uslab_cache *c, const char *call)
+void cache_check_live(const struct uslab_cache *c, const char *call)
 {
-	/* (A destroyed descriptor is a free object: ASan would stop at the read.) */
 	if (unlikely(!c))
 		usl_bug(NULL, NULL, "%s of a NULL cache", call);
-	if (unlikely(c->magic != CACHE_MAGIC_LIVE))
+	if (unlikely(!cache_is_descriptor(c)))
+		usl_bug(NULL, c, "%s of a handle that is not a cache", call);
+	if (unlikely(__atomic_load_n(&c->magic, __ATOMIC_ACQUIRE) != CACHE_MAGIC_LIVE))
 		usl_bug(NULL, c, "%s of a destroyed cache (or not a cache)", call);
 }
 

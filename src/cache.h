@@ -75,6 +75,7 @@ struct uslab_cache {
 	unsigned int min_partial;
 	unsigned long nr_deferred; /* TYPESAFE_BY_RCU slabs waiting for gp.c */
 	int id;			   /* index of pcs; -1 without sheaves */
+	bool retired;		   /* cache_delete() ran: under caches_lock (its slot's page) */
 	uintptr_t secret;	   /* free pointer encoding key */
 	void (*ctor)(void *obj);
 
@@ -84,6 +85,41 @@ struct uslab_cache {
 	struct barn barn CACHELINE_ALIGNED;
 	struct node node CACHELINE_ALIGNED;
 };
+
+/*
+ * The descriptor table (cache.c): every cache created with cache_new() has
+ * a DESC_SLOT-byte slot in one of its regions, never reused.
+ */
+#define DESC_SHIFT 10
+#define DESC_SLOT (1u << DESC_SHIFT)
+#define DESC_REGIONS 32
+struct desc_table {
+	uintptr_t base[DESC_REGIONS];
+	size_t slots[DESC_REGIONS]; /* its size in slots, 0: not mapped yet */
+	unsigned int nr;	    /* regions mapped */
+};
+INTERNAL extern struct desc_table desc_table;
+INTERNAL bool cache_is_descriptor_slow(uintptr_t a);
+
+/*
+ * cache_is_descriptor - whether @p is the start of a descriptor slot (a
+ * cache, live or destroyed), read without reading @p. NULL is not.
+ * cache_is_descriptor_near() tests the first region only (inline: two
+ * loads and a compare), cache_is_descriptor_slow() all of them.
+ */
+static inline bool cache_is_descriptor_near(const void *p)
+{
+	size_t slots = __atomic_load_n(&desc_table.slots[0], __ATOMIC_ACQUIRE);
+	uintptr_t off = (uintptr_t)p - __atomic_load_n(&desc_table.base[0], __ATOMIC_RELAXED);
+
+	/* Rotated, an offset off a slot's start has high bits set: one compare for both. */
+	return ((off >> DESC_SHIFT) | (off << (64 - DESC_SHIFT))) < slots;
+}
+
+static inline bool cache_is_descriptor(const void *p)
+{
+	return likely(cache_is_descriptor_near(p)) || cache_is_descriptor_slow((uintptr_t)p);
+}
 
 INTERNAL extern struct ulock caches_lock;
 INTERNAL unsigned int cache_refill(struct uslab_cache *c, void **dst, unsigned int want);

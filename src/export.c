@@ -66,7 +66,7 @@ static void gather_one(struct uslab_cache *c, void *arg)
 	memset(r, 0, sizeof(*r));
 	snprintf(r->name, sizeof(r->name), "%s", c->name);
 	r->flags = c->flags | c->debug;
-	uslab_cache_stats(c, &r->st);
+	lifecycle_stats(c, &r->st); /* (uslab's own caches too: no handle check) */
 	r->sheaved = thread_sum_sheaved(c);
 }
 

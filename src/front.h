@@ -42,6 +42,7 @@ INTERNAL extern int rcu_fault_inject; /* test hook: uslab_testing only */
 INTERNAL struct uslab_cache *lifecycle_create(const char *name, size_t size,
 					      const struct uslab_cache_args *args,
 					      unsigned int flags);
+INTERNAL void lifecycle_stats(const struct uslab_cache *c, struct uslab_cache_stats *st);
 
 /* ---------------------------------------------------------- kmalloc.c */
 

@@ -231,12 +231,19 @@ static void large_stats(struct uslab_cache_stats *st, uint64_t bytes)
  */
 int uslab_cache_stats(const struct uslab_cache *c, struct uslab_cache_stats *st)
 {
-	struct uslab_cache *cc = (struct uslab_cache *)c;
-	uint64_t single;
-
 	if (!c || !st)
 		return -EINVAL;
 	cache_check_live(c, "stats");
+	lifecycle_stats(c, st);
+	return 0;
+}
+
+/* uslab_cache_stats() of any cache, uslab's own (static) included: no check (export.c). */
+void lifecycle_stats(const struct uslab_cache *c, struct uslab_cache_stats *st)
+{
+	struct uslab_cache *cc = (struct uslab_cache *)c;
+	uint64_t single;
+
 	memset(st, 0, sizeof(*st));
 	st->objsize = c->size;
 	st->objperslab = c->objects;
@@ -254,5 +261,4 @@ int uslab_cache_stats(const struct uslab_cache *c, struct uslab_cache_stats *st)
 		large_stats(st, single);
 	barn_counts(&cc->barn, &st->barn_full, &st->barn_empty);
 	thread_sum_events(c, st->events);
-	return 0;
 }

@@ -343,14 +343,19 @@ void thread_fork_child(void)
  * pcs_off = id * sizeof(struct pcs) (struct uslab_cache.hot, read by the
  * inline fast paths). Ids start at 1: entry 0 stays empty in every thread
  * (caches without sheaves, and kmalloc classes not yet created, use it).
- * The bitmap is protected by caches_lock (cache.c), held across create
- * and destroy.
+ * Ids 1..ID_RESERVED are the kmalloc classes' (created lazily, at the
+ * first kmalloc): user caches take the others, so USLAB_MAX_CACHES -
+ * ID_RESERVED of them with sheaves can exist (doc/api.md); a class may
+ * take any id (two copies of one exist for a moment when threads race to
+ * create it, kmalloc.c). The bitmap is protected by caches_lock (cache.c),
+ * held across create and destroy.
  */
+#define ID_RESERVED USLAB_KMALLOC_CLASSES
 static uint64_t id_map[(USLAB_MAX_CACHES + 1 + 63) / 64];
 
-static int id_alloc(void)
+static int id_alloc(bool reserved)
 {
-	for (int i = 1; i <= USLAB_MAX_CACHES; i++) {
+	for (int i = reserved ? 1 : ID_RESERVED + 1; i <= USLAB_MAX_CACHES; i++) {
 		if (!(id_map[i / 64] & (1ull << (i % 64)))) {
 			id_map[i / 64] |= 1ull << (i % 64);
 			return i;
@@ -367,7 +372,7 @@ static void id_free(int id)
 /*
  * thread_id_attach - give @c an id (its pcs entry in every thread's table)
  * and its sheaves' capacity, before it goes on the list of caches.
- * Return: 0, or -ENOSPC when all USLAB_MAX_CACHES ids are taken.
+ * Return: 0, or -ENOSPC when all ids @c may take are taken.
  */
 int thread_id_attach(struct uslab_cache *c, unsigned int sheaf_capacity)
 {
@@ -375,7 +380,7 @@ int thread_id_attach(struct uslab_cache *c, unsigned int sheaf_capacity)
 
 	USLAB_ASSERT(sheaf_capacity && c->id < 0);
 	ulock_lock(&caches_lock);
-	id = id_alloc();
+	id = id_alloc(c->flags & CACHE_KMALLOC);
 	ulock_unlock(&caches_lock);
 	if (id < 0)
 		return -ENOSPC;
