@@ -80,14 +80,17 @@ static inline __attribute__((always_inline)) void uslab_cache_free_inline(struct
 	p->top = top + 1;
 }
 
-/* Copy n objects off the main sheaf when it holds them: a compare and a copy. */
+/*
+ * Copy n objects off the main sheaf when it holds them: a compare and a
+ * copy, a vector at a time from USLAB_PRIV_BULK_VECTOR objects.
+ */
 static inline __attribute__((always_inline)) size_t
 uslab_cache_alloc_bulk_inline(struct uslab_cache *c, size_t n, void **objs)
 {
 	struct uslab_priv_pcs *p;
 	void **top;
 
-	if (__builtin_expect(n > USLAB_PRIV_BULK_INLINE || !c || !objs, 0))
+	if (__builtin_expect(n > USLAB_PRIV_CACHE_BULK_INLINE || !c || !objs, 0))
 		return (uslab_cache_alloc_bulk)(c, n, objs);
 	p = uslab_priv_pcs_of(c);
 	top = p->top;
@@ -98,20 +101,28 @@ uslab_cache_alloc_bulk_inline(struct uslab_cache *c, size_t n, void **objs)
 	if (__builtin_expect(n - 1 >= (size_t)(top - p->bottom), 0))
 		return uslab_priv_alloc_bulk_slow(c, n, objs);
 	top -= n;
-	for (size_t i = 0; i < n; i++)
-		objs[i] = top[i];
+	if (n < USLAB_PRIV_BULK_VECTOR) {
+		for (size_t i = 0; i < n; i++)
+			objs[i] = top[i];
+	} else {
+		uslab_priv_copy_ptrs(objs, top, n);
+	}
 	p->top = top;
 	return n;
 }
 
-/* Push n objects (skipping NULLs, clearing the array) when main has room. */
+/*
+ * Push n objects (skipping NULLs, clearing the array) when main has room;
+ * from USLAB_PRIV_BULK_VECTOR objects a vector at a time: all of them, NULL
+ * tested on the way, and the NULLs squeezed out if there were any.
+ */
 static inline __attribute__((always_inline)) void
 uslab_cache_free_bulk_inline(struct uslab_cache *c, size_t n, void **objs)
 {
 	struct uslab_priv_pcs *p;
 	void **top;
 
-	if (__builtin_expect(!c || n > USLAB_PRIV_BULK_INLINE, 0)) {
+	if (__builtin_expect(!c || n > USLAB_PRIV_CACHE_BULK_INLINE, 0)) {
 		(uslab_cache_free_bulk)(c, n, objs);
 		return;
 	}
@@ -121,14 +132,27 @@ uslab_cache_free_bulk_inline(struct uslab_cache *c, size_t n, void **objs)
 		uslab_priv_free_bulk_slow(c, n, objs);
 		return;
 	}
-	for (size_t i = 0; i < n; i++) {
-		void *o = objs[i];
+	if (n < USLAB_PRIV_BULK_VECTOR) {
+		for (size_t i = 0; i < n; i++) {
+			void *o = objs[i];
 
-		objs[i] = (void *)0;
-		if (o)
-			*top++ = o;
+			objs[i] = (void *)0;
+			if (o)
+				*top++ = o;
+		}
+		p->top = top;
+		return;
 	}
-	p->top = top;
+	if (__builtin_expect(uslab_priv_move_ptrs(top, objs, n) != 0, 0)) {
+		/* A hole (or an entry at or above 2^63): squeeze the NULLs out. */
+		size_t m = 0;
+
+		for (size_t i = 0; i < n; i++)
+			if (top[i])
+				top[m++] = top[i];
+		n = m;
+	}
+	p->top = top + n;
 }
 
 #ifdef USLAB_PRIV_INLINE

@@ -72,13 +72,92 @@ extern "C" {
 /* Bits of an unsigned long, less one: the highest bit's index (kmalloc's class). */
 #define USLAB_PRIV_LONG_TOP_BIT (sizeof(unsigned long) * 8 - 1)
 /*
- * Bulk calls of up to this many objects are served inline; larger ones
- * call the library, whose copies run at memcpy speed (the inline loops
- * move about one pointer per cycle, a call costs a few ns).
+ * Magazine bulk calls of up to this many objects are served inline; larger
+ * ones call the library (<uslab/magazine.h>).
  */
 #define USLAB_PRIV_BULK_INLINE 16
+/*
+ * Cache bulk calls of up to this many objects are served inline (when the
+ * main sheaf can), larger ones call the library: the inline copies move
+ * 16 bytes a store in a program built for generic x86-64, the library's
+ * 32 (an AVX2 clone) after a call of a few ns.
+ */
+#define USLAB_PRIV_CACHE_BULK_INLINE 16
+/*
+ * Inline cache bulk calls of fewer objects copy one pointer at a time (the
+ * vector loops' set-up cost more there: n = 1..4 1.1x to 1.6x, in-process
+ * A/B, 256-byte objects).
+ */
+#define USLAB_PRIV_BULK_VECTOR 6
 
 /* ------------------------------------------------------------ caches */
+
+/*
+ * The inline bulk paths' copies, a vector at a time (gcc vector
+ * extensions: 16 bytes, two pointers, for generic x86-64; 32 bytes with
+ * AVX2), the rest one pointer at a time. Not an overlapping last vector:
+ * the next copy of the same places (an alloc of what a free pushed, a free
+ * of what an alloc wrote) would load across two stores, which the CPU
+ * cannot forward (n = 3 with one: 3.1 ns per object instead of 1.4).
+ */
+#if defined(__GNUC__) && defined(__AVX2__)
+typedef uintptr_t uslab_priv_ptrv __attribute__((vector_size(32), aligned(8), __may_alias__));
+#define USLAB_PRIV_PTRV 4
+#elif defined(__GNUC__)
+typedef uintptr_t uslab_priv_ptrv __attribute__((vector_size(16), aligned(8), __may_alias__));
+#define USLAB_PRIV_PTRV 2
+#endif
+
+/* Copy @src[0..n) to @dst (not overlapping). */
+static inline __attribute__((always_inline)) void uslab_priv_copy_ptrs(void **dst, void *const *src,
+								       size_t n)
+{
+	size_t i = 0;
+
+#ifdef USLAB_PRIV_PTRV
+	for (; i + USLAB_PRIV_PTRV <= n; i += USLAB_PRIV_PTRV)
+		*(uslab_priv_ptrv *)(void *)(dst + i) =
+			*(const uslab_priv_ptrv *)(const void *)(src + i);
+#endif
+	for (; i < n; i++)
+		dst[i] = src[i];
+}
+
+/*
+ * Copy @src[0..n) to @dst (not overlapping) and clear @src. Return nonzero
+ * if an entry may be NULL: each pointer less one has its sign ORed in (a
+ * NULL sets it, and so does a pointer at or above 2^63, which is no object:
+ * the caller's exact pass then costs time only).
+ */
+static inline __attribute__((always_inline)) uintptr_t uslab_priv_move_ptrs(void **dst, void **src,
+									    size_t n)
+{
+	uintptr_t z = 0;
+	size_t i = 0;
+
+#ifdef USLAB_PRIV_PTRV
+	if (n >= USLAB_PRIV_PTRV) {
+		const uslab_priv_ptrv zero = { 0 };
+		uslab_priv_ptrv acc = zero;
+
+		for (; i + USLAB_PRIV_PTRV <= n; i += USLAB_PRIV_PTRV) {
+			uslab_priv_ptrv v = *(const uslab_priv_ptrv *)(const void *)(src + i);
+
+			*(uslab_priv_ptrv *)(void *)(dst + i) = v;
+			*(uslab_priv_ptrv *)(void *)(src + i) = zero;
+			acc |= v - 1;
+		}
+		for (int k = 0; k < USLAB_PRIV_PTRV; k++)
+			z |= acc[k];
+	}
+#endif
+	for (; i < n; i++) {
+		z |= (uintptr_t)src[i] - 1;
+		dst[i] = src[i];
+		src[i] = (void *)0;
+	}
+	return z >> 63;
+}
 
 /*
  * The hot part of a thread's sheaves of one cache: objects are [bottom,

@@ -15,6 +15,12 @@
  *   free_holes         NULL entries are skipped (main gains exactly the
  *                      non-NULL ones) and every entry is zeroed, with and
  *                      without holes.
+ *   every_n            the library's copies (vectors of four, a last one
+ *                      overlapping): for every n from 1 to 140, the exported
+ *                      alloc hands out main's top n in order; the exported
+ *                      free pushes them back in order, with no hole or one
+ *                      at the start, the middle or each of the last five
+ *                      places, skips it and zeroes every entry.
  *   free_remainder     with no room left in the sheaves or the barn, a
  *                      remainder of a sheaf or more goes straight to slabs
  *                      (FREE_GROUP, no flush); a smaller one flushes main.
@@ -275,6 +281,63 @@ static void free_holes(void)
 	destroy(c);
 }
 
+static void every_n(void)
+{
+	struct uslab_cache *c = create("bulk-every-n", 32, 254);
+	enum { MAX = 140 };
+	void *p[MAX + 1], *want[MAX], *reserve[MAX];
+	size_t nres = MAX;
+	struct pcs *pc;
+
+	uslab_thread_flush();
+	CHECK(uslab_priv_alloc_bulk_slow(c, MAX, reserve) == MAX, "reserve");
+	pc = pcs_of(c);
+	for (size_t n = 1; n <= MAX; n++) {
+		size_t holes[] = { SIZE_MAX, 0, n / 2, n - 1, n - 2, n - 3, n - 4, n - 5 };
+
+		for (size_t h = 0; h < sizeof(holes) / sizeof(holes[0]); h++) {
+			size_t hole = holes[h], m, k = 0;
+			void *held = NULL;
+
+			if (hole != SIZE_MAX && hole >= n)
+				continue;
+			/* Main holds n or more (room for them back is implied). */
+			while (main_count(c) < n) {
+				CHECK(nres, "reserve left");
+				uslab_cache_free(c, reserve[--nres]);
+			}
+			m = main_count(c);
+			CHECK(m >= n && m < 254, "n %zu: main %zu", n, m);
+			memcpy(want, pc->hot.top - n, n * sizeof(void *));
+			p[n] = (void *)0x1234; /* must stay */
+			CHECK((uslab_cache_alloc_bulk)(c, n, p) == n, "alloc_bulk %zu", n);
+			CHECK(main_count(c) == m - n, "n %zu: from main", n);
+			CHECK(!memcmp(p, want, n * sizeof(void *)),
+			      "n %zu: main's top %zu, in order", n, n);
+			CHECK(p[n] == (void *)0x1234, "n %zu: nothing stored past the end", n);
+			if (hole != SIZE_MAX) {
+				held = p[hole];
+				p[hole] = NULL;
+			}
+			(uslab_cache_free_bulk)(c, n, p);
+			check_zeroed(p, n);
+			CHECK(p[n] == (void *)0x1234, "n %zu: nothing cleared past the end", n);
+			for (size_t i = 0; i < n; i++)
+				if (i != hole)
+					want[k++] = want[i];
+			CHECK(main_count(c) == m - n + k, "n %zu hole %zu: main gained %zu", n,
+			      hole, k);
+			CHECK(!memcmp(pc->hot.top - k, want, k * sizeof(void *)),
+			      "n %zu hole %zu: pushed in order", n, hole);
+			if (held)
+				uslab_cache_free(c, held);
+		}
+	}
+	while (nres)
+		uslab_cache_free(c, reserve[--nres]);
+	destroy(c);
+}
+
 static void free_remainder(void)
 {
 	unsigned int max_full = usl_opt.barn_max_full;
@@ -435,6 +498,7 @@ int main(void)
 	RUN(alloc_paths);
 	RUN(alloc_oom);
 	RUN(free_holes);
+	RUN(every_n);
 	RUN(free_remainder);
 	RUN(free_mixed_null);
 	RUN(n_zero);
