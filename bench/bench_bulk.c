@@ -3,8 +3,10 @@
  * bench_bulk.c - the seed's slab_bulk_test0{1,2,3} (Jesper Dangaard Brouer's
  * prototype-kernel modules), in userspace, per peer.
  *
- *	bulk-<peer> test01 [LOOPS]
- *		bulk sizes 1 2 3 4 8 16 30 32 34 48 64 128 158 250: "fallback"
+ *	bulk-<peer> test01 [LOOPS [N...]]
+ *		bulk sizes 1 2 3 4 8 16 30 32 34 48 64 128 158 250 (or the N
+ *		given, 1 to 256: one size per run is what callgrind counts
+ *		per call, with --toggle-collect=bulk): "fallback"
  *		(a loop of single allocs, then a loop of single frees) against
  *		the bulk API (one bulk alloc, one bulk free); per object
  *		"N cycles(tsc) X.XXX ns" and the improvement in %.
@@ -67,14 +69,14 @@ static double bulk(size_t n, unsigned long loops, void **p)
 	return (double)(tsc_now() - t0) / (double)(loops * n);
 }
 
-static void test01(unsigned long objs)
+static void test01(unsigned long objs, const size_t *sizes, size_t nsizes)
 {
 	void *p[256];
 	char param[32];
 
 	printf("bulk- fallback - bulk API   (%s, %d-byte objects)\n", PEER_NAME, SIZE);
-	for (size_t k = 0; k < sizeof(sizes01) / sizeof(sizes01[0]); k++) {
-		size_t n = sizes01[k];
+	for (size_t k = 0; k < nsizes; k++) {
+		size_t n = sizes[k];
 		unsigned long loops = objs / n;
 		double f[5], b[5], fm, bm;
 
@@ -241,7 +243,18 @@ int main(int argc, char **argv)
 	pin_to_cpu(0);
 	peer_init(SIZE);
 	if (!strcmp(test, "test01")) {
-		test01(argc > 2 ? strtoul(argv[2], NULL, 0) : 2000000);
+		size_t own[16], nown = 0;
+
+		for (int i = 3; i < argc && nown < 16; i++) {
+			own[nown] = strtoul(argv[i], NULL, 0);
+			if (own[nown] < 1 || own[nown] > 256) {
+				fprintf(stderr, "%s: test01 sizes are 1 to 256\n", argv[0]);
+				return 2;
+			}
+			nown++;
+		}
+		test01(argc > 2 ? strtoul(argv[2], NULL, 0) : 2000000, nown ? own : sizes01,
+		       nown ? nown : sizeof(sizes01) / sizeof(sizes01[0]));
 	} else if (!strcmp(test, "test02")) {
 		test02(argc > 2 ? strtoul(argv[2], NULL, 0) : 200000,
 		       argc > 3 ? atoi(argv[3]) : 100);
