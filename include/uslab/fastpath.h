@@ -80,10 +80,7 @@ static inline __attribute__((always_inline)) void uslab_cache_free_inline(struct
 	p->top = top + 1;
 }
 
-/*
- * Copy n objects off the main sheaf when it holds them: a compare and a
- * copy, a vector at a time from USLAB_PRIV_BULK_VECTOR objects.
- */
+/* Copy n objects off the main sheaf when it holds them: a compare and a copy. */
 static inline __attribute__((always_inline)) size_t
 uslab_cache_alloc_bulk_inline(struct uslab_cache *c, size_t n, void **objs)
 {
@@ -101,20 +98,15 @@ uslab_cache_alloc_bulk_inline(struct uslab_cache *c, size_t n, void **objs)
 	if (__builtin_expect(n - 1 >= (size_t)(top - p->bottom), 0))
 		return uslab_priv_alloc_bulk_slow(c, n, objs);
 	top -= n;
-	if (n < USLAB_PRIV_BULK_VECTOR) {
-		for (size_t i = 0; i < n; i++)
-			objs[i] = top[i];
-	} else {
-		uslab_priv_copy_ptrs(objs, top, n);
-	}
+	uslab_priv_copy_ptrs(objs, top, n);
 	p->top = top;
 	return n;
 }
 
 /*
- * Push n objects (skipping NULLs, clearing the array) when main has room;
- * from USLAB_PRIV_BULK_VECTOR objects a vector at a time: all of them, NULL
- * tested on the way, and the NULLs squeezed out if there were any.
+ * Push n objects (skipping NULLs, clearing the array) when main has room:
+ * all of them, NULL tested on the way, then the NULLs squeezed out if there
+ * were any. A NULL array goes to the library (which does nothing).
  */
 static inline __attribute__((always_inline)) void
 uslab_cache_free_bulk_inline(struct uslab_cache *c, size_t n, void **objs)
@@ -122,7 +114,7 @@ uslab_cache_free_bulk_inline(struct uslab_cache *c, size_t n, void **objs)
 	struct uslab_priv_pcs *p;
 	void **top;
 
-	if (__builtin_expect(!c || n > USLAB_PRIV_CACHE_BULK_INLINE, 0)) {
+	if (__builtin_expect(!c || !objs || n > USLAB_PRIV_CACHE_BULK_INLINE, 0)) {
 		(uslab_cache_free_bulk)(c, n, objs);
 		return;
 	}
@@ -132,26 +124,8 @@ uslab_cache_free_bulk_inline(struct uslab_cache *c, size_t n, void **objs)
 		uslab_priv_free_bulk_slow(c, n, objs);
 		return;
 	}
-	if (n < USLAB_PRIV_BULK_VECTOR) {
-		for (size_t i = 0; i < n; i++) {
-			void *o = objs[i];
-
-			objs[i] = (void *)0;
-			if (o)
-				*top++ = o;
-		}
-		p->top = top;
-		return;
-	}
-	if (__builtin_expect(uslab_priv_move_ptrs(top, objs, n) != 0, 0)) {
-		/* A hole (or an entry at or above 2^63): squeeze the NULLs out. */
-		size_t m = 0;
-
-		for (size_t i = 0; i < n; i++)
-			if (top[i])
-				top[m++] = top[i];
-		n = m;
-	}
+	if (__builtin_expect(uslab_priv_move_ptrs(top, objs, n) != 0, 0))
+		n = uslab_priv_squeeze(top, n); /* a hole (or an entry at or above 2^63) */
 	p->top = top + n;
 }
 

@@ -83,12 +83,6 @@ extern "C" {
  * 32 (an AVX2 clone) after a call of a few ns.
  */
 #define USLAB_PRIV_CACHE_BULK_INLINE 16
-/*
- * Inline cache bulk calls of fewer objects copy one pointer at a time (the
- * vector loops' set-up cost more there: n = 1..4 1.1x to 1.6x, in-process
- * A/B, 256-byte objects).
- */
-#define USLAB_PRIV_BULK_VECTOR 6
 
 /* ------------------------------------------------------------ caches */
 
@@ -157,6 +151,22 @@ static inline __attribute__((always_inline)) uintptr_t uslab_priv_move_ptrs(void
 		src[i] = (void *)0;
 	}
 	return z >> 63;
+}
+
+/*
+ * Squeeze the NULLs out of @p[0..n). Return: the entries left. Out of line
+ * (a copy per program that uses it): the inline free calls it only when
+ * its array had a hole, and a loop inline made callers' own inline
+ * wrappers too big for gcc to inline.
+ */
+static __attribute__((noinline, cold, unused)) size_t uslab_priv_squeeze(void **p, size_t n)
+{
+	size_t m = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			p[m++] = p[i];
+	return m;
 }
 
 /*
