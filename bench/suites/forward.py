@@ -46,6 +46,12 @@ def report(h, p, r):
       "uslab_magazine_alloc_bulk/free_bulk of 64. DPDK: rte_mempool_generic_get/put of 64",
       "through each thread's own per-lcore cache (512), a pool of 8191 objects.",
       "mimalloc, glibc: malloc/free per packet.", "")
+    r("The one-thread regression since 1cb51e6 (issue 23: uslab bulk 0.87-0.95x DPDK there, 0.80-0.84x",
+      "at f2bd893): 2d8660b made the bulk free's move (into main, the caller's array cleared, the",
+      "NULL test) a loop of 8-byte stores where memcpy and memset had stored 32 bytes at a time.",
+      "Instructions, `valgrind --tool=callgrind forward-uslab bulk 1 2000000 1` (whole run, exact):",
+      "1cb51e6 70.4M, 2d8660b~1 71.5M, 2d8660b 75.6M, fbd1d27 (handle checks) 76.9M, f2bd893 76.2M;",
+      "with the vector copies (the library's in AVX2, picked by an ifunc) 68.1M.", "")
     rows, dat = [], []
     for v in NAMES:
         row = [v]
@@ -84,5 +90,5 @@ for _n in COLUMNS:
     GOALS += [
         Goal(f"P5 {_n} magazine (per packet) >= 1.5x single", _vs_single("uslab-magazine", _n), ">=", 1.5),
         Goal(f"P5 {_n} magazine (bursts of 64, magbulk) >= 1.5x single", _vs_single("uslab-magbulk", _n), ">=", 1.5),
-        Goal(lambda h, p, n=_n: f"P5 {n} best uslab ({_best(h, n)[1]}) >= DPDK", _best_vs_dpdk(_n), ">=", 1),
+        Goal(lambda h, p, n=_n: f"P5 {n} best uslab ({_best(h, n)[1]}) >= 1.2x DPDK", _best_vs_dpdk(_n), ">=", 1.2),
     ]
