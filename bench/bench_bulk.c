@@ -9,7 +9,9 @@
  *		per call, with --toggle-collect=bulk): "fallback"
  *		(a loop of single allocs, then a loop of single frees) against
  *		the bulk API (one bulk alloc, one bulk free); per object
- *		"N cycles(tsc) X.XXX ns" and the improvement in %.
+ *		"N cycles(tsc) X.XXX ns" and the improvement in %. uslab: also
+ *		the pool calls, uslab_pool_get_bulk + uslab_pool_put_bulk
+ *		(DPDK's semantics: no NULL skipped, the array not cleared).
  *	bulk-<peer> test02 [LOOPS [REPEAT]]
  *		bulk sizes 16 48 144 512 2048, each measured REPEAT times
  *		(default 100): min, avg, max and stddev of cycles per object.
@@ -69,6 +71,26 @@ static double bulk(size_t n, unsigned long loops, void **p)
 	return (double)(tsc_now() - t0) / (double)(loops * n);
 }
 
+#if (defined(PEER_USLAB) || defined(PEER_USLAB_CALL)) && defined(USLAB_POOL)
+#define HAVE_POOL 1
+/*
+ * Cycles per object of LOOPS rounds of uslab_pool_get_bulk + put_bulk (DPDK's
+ * semantics: all or nothing, no NULL skipped, the array not cleared).
+ */
+static double pool(size_t n, unsigned long loops, void **p)
+{
+	uint64_t t0 = tsc_now();
+
+	for (unsigned long l = 0; l < loops; l++) {
+		if (uslab_pool_get_bulk(peer_cache, n, p))
+			abort();
+		escape(p);
+		uslab_pool_put_bulk(peer_cache, n, p);
+	}
+	return (double)(tsc_now() - t0) / (double)(loops * n);
+}
+#endif
+
 static void test01(unsigned long objs, const size_t *sizes, size_t nsizes)
 {
 	void *p[256];
@@ -79,11 +101,17 @@ static void test01(unsigned long objs, const size_t *sizes, size_t nsizes)
 		size_t n = sizes[k];
 		unsigned long loops = objs / n;
 		double f[5], b[5], fm, bm;
+#ifdef HAVE_POOL
+		double q[5], qm;
+#endif
 
 		fallback(n, loops / 10 + 1, p); /* warm */
 		for (int r = 0; r < 5; r++) {
 			f[r] = fallback(n, loops, p);
 			b[r] = bulk(n, loops, p);
+#ifdef HAVE_POOL
+			q[r] = pool(n, loops, p);
+#endif
 		}
 		fm = median(f, 5);
 		bm = median(b, 5);
@@ -94,6 +122,13 @@ static void test01(unsigned long objs, const size_t *sizes, size_t nsizes)
 		printf("CSV,test01,%s,%s,bulk_cycles,%.3f\n", PEER_NAME, param, bm);
 		printf("CSV,test01,%s,%s,fallback_ns,%.4f\n", PEER_NAME, param, fm / tsc_per_ns());
 		printf("CSV,test01,%s,%s,bulk_ns,%.4f\n", PEER_NAME, param, bm / tsc_per_ns());
+#ifdef HAVE_POOL
+		qm = median(q, 5);
+		printf("      pool_get_bulk + pool_put_bulk: %3.0f cycles(tsc) %6.3f ns\n", qm,
+		       qm / tsc_per_ns());
+		printf("CSV,test01,%s,%s,pool_cycles,%.3f\n", PEER_NAME, param, qm);
+		printf("CSV,test01,%s,%s,pool_ns,%.4f\n", PEER_NAME, param, qm / tsc_per_ns());
+#endif
 	}
 }
 

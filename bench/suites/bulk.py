@@ -49,19 +49,23 @@ def report(h, p, r):
     r(f"`bulk-<peer> test01 {p.b1}`: 256-byte objects, \"fallback\" (n single allocs then",
       "n single frees) against the bulk API (one bulk alloc, one bulk free), per object;",
       "objects are not touched, as in the seed's module. DPDK: rte_mempool_generic_get/put",
-      "through a 512-object per-lcore cache.", "")
+      "through a 512-object per-lcore cache. uslab pool get/put: uslab_pool_get_bulk and",
+      "uslab_pool_put_bulk on the same cache (DPDK's semantics: no NULL skipped, the array",
+      "not cleared; uslab_cache_free_bulk skips NULL entries and clears every entry).", "")
     rows, dat = [], []
     for n in N:
         uf, ub = g("test01", "uslab", n, "fallback_ns"), g("test01", "uslab", n, "bulk_ns")
         df, db = g("test01", "dpdk", n, "fallback_ns"), g("test01", "dpdk", n, "bulk_ns")
         mb = g("test01", "mimalloc", n, "bulk_ns")
+        pb = g("test01", "uslab", n, "pool_ns")
         imp = "-" if uf is None or ub is None else "%.1f%%" % (100 * (uf - ub) / uf)
         rows.append((n, f"{fmt(g('test01', 'uslab', n, 'fallback_cycles'), '%.0f')} cycles(tsc) {fmt(uf, '%.3f')} ns",
                      f"{fmt(g('test01', 'uslab', n, 'bulk_cycles'), '%.0f')} cycles(tsc) {fmt(ub, '%.3f')} ns",
-                     imp, f"{fmt(df, '%.3f')} ns", f"{fmt(db, '%.3f')} ns", div(ub, db), f"{fmt(mb, '%.3f')} ns"))
+                     imp, f"{fmt(df, '%.3f')} ns", f"{fmt(db, '%.3f')} ns", div(ub, db), f"{fmt(pb, '%.3f')} ns",
+                     div(pb, db), f"{fmt(mb, '%.3f')} ns"))
         dat.append((n, ub, uf, db, g("test01", "uslab-call", n, "bulk_ns"), mb))
     r.table(["n", "uslab fallback", "uslab bulk", "improved", "DPDK fallback", "DPDK bulk", "uslab/DPDK bulk",
-             "mimalloc bulk (loop)"], rows)
+             "uslab pool get/put", "pool/DPDK", "mimalloc bulk (loop)"], rows)
     f = h.dat("bulk01.dat", dat)
     h.plot("bulk01.png", f"""set title "bulk alloc+free, 256 bytes, per object (lower is better)"
 set xlabel "objects per call (log)"
