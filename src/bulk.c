@@ -92,14 +92,20 @@ static unsigned int move_ptrs_generic(void **dst, void **src, size_t n)
 }
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-/* The resolvers run before constructors: __builtin_cpu_init() first. */
-static void (*resolve_copy_ptrs(void))(void **, void *const *, size_t)
+/*
+ * The resolvers run while the dynamic linker relocates, before constructors
+ * (__builtin_cpu_init() first) and before a sanitizer's run-time is set up
+ * (not instrumented: an ASan build's first load of __cpu_model crashed).
+ */
+#define RESOLVER __attribute__((no_sanitize_address, no_sanitize_thread, no_sanitize_undefined))
+
+static RESOLVER void (*resolve_copy_ptrs(void))(void **, void *const *, size_t)
 {
 	__builtin_cpu_init();
 	return __builtin_cpu_supports("avx2") ? copy_ptrs_avx2 : copy_ptrs_generic;
 }
 
-static unsigned int (*resolve_move_ptrs(void))(void **, void **, size_t)
+static RESOLVER unsigned int (*resolve_move_ptrs(void))(void **, void **, size_t)
 {
 	__builtin_cpu_init();
 	return __builtin_cpu_supports("avx2") ? move_ptrs_avx2 : move_ptrs_generic;
