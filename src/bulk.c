@@ -122,6 +122,12 @@ static unsigned int move_ptrs(void **dst, void **src, size_t n)
 #define move_ptrs move_ptrs_generic
 #endif
 
+/* Squeeze the NULLs out of @p[0..n) (a free's holes, moved into main). Return: what is left. */
+static size_t squeeze(void **p, size_t n)
+{
+	return uslab_priv_squeeze(p, n);
+}
+
 /*
  * For check level 2. all_of_cache: every entry of @objs[0..n) is an object
  * in a slab of @c (or NULL, if @holes); all_null: every entry is NULL.
@@ -174,19 +180,12 @@ static size_t push_main(struct pcs *p, size_t n, void **objs)
 
 	/* main may be absent: top and limit are NULL, no room. */
 	while (i < n && p->hot.top < p->hot.limit) {
-		size_t k = (size_t)(p->hot.limit - p->hot.top), m = 0;
+		size_t k = (size_t)(p->hot.limit - p->hot.top);
 		void **top = p->hot.top;
 
 		if (k > n - i)
 			k = n - i;
-		if (!move_ptrs(top, objs + i, k)) {
-			p->hot.top = top + k;
-		} else {
-			for (size_t j = 0; j < k; j++)
-				if (top[j])
-					top[m++] = top[j];
-			p->hot.top = top + m;
-		}
+		p->hot.top = top + (unlikely(move_ptrs(top, objs + i, k)) ? squeeze(top, k) : k);
 		i += k;
 	}
 	while (i < n && !objs[i])
@@ -379,7 +378,8 @@ size_t uslab_cache_alloc_bulk(struct uslab_cache *c, size_t n, void **objs)
 	p = pcs_of(c);
 	/* n - 1: n == 0 goes to the slow path, which stores nothing. */
 	if (n - 1 < (size_t)(p->hot.top - p->hot.bottom)) {
-		take_main(p, n, objs);
+		p->hot.top -= n;
+		copy_ptrs(objs, p->hot.top, n);
 		count(&p->hot.alloc_bulk, &p->hot.alloc_bulk_objs, n);
 		objs_unpoison(c, objs, n);
 		return n;
@@ -390,12 +390,16 @@ size_t uslab_cache_alloc_bulk(struct uslab_cache *c, size_t n, void **objs)
 void uslab_cache_free_bulk(struct uslab_cache *c, size_t n, void **objs)
 {
 	struct pcs *p;
+	void **top;
 
 	if (cache_is_descriptor(c) && objs) { /* else reported (NULL: the objects' caches) */
 		p = pcs_of(c);
-		if (n - 1 < (size_t)(p->hot.limit - p->hot.top)) {
+		top = p->hot.top;
+		if (n - 1 < (size_t)(p->hot.limit - top)) {
+			/* push_main()'s move in one pass: main has room for all. */
 			objs_poison(objs, n);
-			push_main(p, n, objs);
+			p->hot.top =
+				top + (unlikely(move_ptrs(top, objs, n)) ? squeeze(top, n) : n);
 			count(&p->hot.free_bulk, &p->hot.free_bulk_objs, n);
 			return;
 		}
