@@ -68,12 +68,13 @@ static inline void peer_free(void *p, size_t size)
 	uslab_cache_free(peer_cache, p);
 }
 #define PEER_HAS_BULK
-static inline size_t peer_alloc_bulk(size_t size, size_t n, void **p)
+/* always_inline, as DPDK's rte_mempool_generic_get/put are (gcc -O2 called these). */
+static inline __attribute__((always_inline)) size_t peer_alloc_bulk(size_t size, size_t n, void **p)
 {
 	(void)size;
 	return uslab_cache_alloc_bulk(peer_cache, n, p);
 }
-static inline void peer_free_bulk(size_t size, size_t n, void **p)
+static inline __attribute__((always_inline)) void peer_free_bulk(size_t size, size_t n, void **p)
 {
 	(void)size;
 	uslab_cache_free_bulk(peer_cache, n, p);

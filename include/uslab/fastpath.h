@@ -80,7 +80,10 @@ static inline __attribute__((always_inline)) void uslab_cache_free_inline(struct
 	p->top = top + 1;
 }
 
-/* Copy n objects off the main sheaf when it holds them: a compare and a copy. */
+/*
+ * Copy n objects off the main sheaf when it holds them: a compare and a
+ * copy, a vector at a time from USLAB_PRIV_BULK_VECTOR objects.
+ */
 static inline __attribute__((always_inline)) size_t
 uslab_cache_alloc_bulk_inline(struct uslab_cache *c, size_t n, void **objs)
 {
@@ -98,15 +101,21 @@ uslab_cache_alloc_bulk_inline(struct uslab_cache *c, size_t n, void **objs)
 	if (__builtin_expect(n - 1 >= (size_t)(top - p->bottom), 0))
 		return uslab_priv_alloc_bulk_slow(c, n, objs);
 	top -= n;
-	uslab_priv_copy_ptrs(objs, top, n);
+	if (n < USLAB_PRIV_BULK_VECTOR) {
+		for (size_t i = 0; i < n; i++)
+			objs[i] = top[i];
+	} else {
+		uslab_priv_copy_ptrs(objs, top, n);
+	}
 	p->top = top;
 	return n;
 }
 
 /*
- * Push n objects (skipping NULLs, clearing the array) when main has room:
- * all of them, NULL tested on the way, then the NULLs squeezed out if there
- * were any. A NULL array goes to the library (which does nothing).
+ * Push n objects (skipping NULLs, clearing the array) when main has room;
+ * from USLAB_PRIV_BULK_VECTOR objects a vector at a time: all of them, NULL
+ * tested on the way, then the NULLs squeezed out if there were any. A NULL
+ * array goes to the library (which does nothing).
  */
 static inline __attribute__((always_inline)) void
 uslab_cache_free_bulk_inline(struct uslab_cache *c, size_t n, void **objs)
@@ -122,6 +131,17 @@ uslab_cache_free_bulk_inline(struct uslab_cache *c, size_t n, void **objs)
 	top = p->top;
 	if (__builtin_expect(n - 1 >= (size_t)(p->limit - top), 0)) { /* n == 0 too */
 		uslab_priv_free_bulk_slow(c, n, objs);
+		return;
+	}
+	if (n < USLAB_PRIV_BULK_VECTOR) {
+		for (size_t i = 0; i < n; i++) {
+			void *o = objs[i];
+
+			objs[i] = (void *)0;
+			if (o)
+				*top++ = o;
+		}
+		p->top = top;
 		return;
 	}
 	if (__builtin_expect(uslab_priv_move_ptrs(top, objs, n) != 0, 0))
