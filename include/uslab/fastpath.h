@@ -101,7 +101,7 @@ uslab_cache_alloc_bulk_inline(struct uslab_cache *c, size_t n, void **objs)
 	if (__builtin_expect(n - 1 >= (size_t)(top - p->bottom), 0))
 		return uslab_priv_alloc_bulk_slow(c, n, objs);
 	top -= n;
-	if (n < USLAB_PRIV_BULK_VECTOR) {
+	if (__builtin_expect(n < USLAB_PRIV_BULK_VECTOR, 1)) {
 		for (size_t i = 0; i < n; i++)
 			objs[i] = top[i];
 	} else {
@@ -133,7 +133,7 @@ uslab_cache_free_bulk_inline(struct uslab_cache *c, size_t n, void **objs)
 		uslab_priv_free_bulk_slow(c, n, objs);
 		return;
 	}
-	if (n < USLAB_PRIV_BULK_VECTOR) {
+	if (__builtin_expect(n < USLAB_PRIV_BULK_VECTOR, 1)) {
 		for (size_t i = 0; i < n; i++) {
 			void *o = objs[i];
 
