@@ -18,7 +18,7 @@ NONEAL_THREADS = 2
 
 
 def setup(h):
-    return NS(periods=h.size(5, 2, 1), skip=h.size(2, 2, 1),
+    return NS(secs=h.size(5, 2, 1),
               iters=h.size(2000000, 300000, 30000), ireps=h.size(5, 3, 1),
               driver=os.path.join(h.build, "dpdk", "librte_mempool_uslab.so"),
               script=os.path.join(h.here, "bench_dpdk_testpmd.sh"),
@@ -34,7 +34,7 @@ def run(h, p):
     for r in h.repetitions():
         for cache in CACHES:
             for ops in OPS:
-                h.run(r, ["sh", p.script, p.testpmd, p.driver, ops, cache, p.periods, p.skip])
+                h.run(r, ["sh", p.script, p.testpmd, p.driver, ops, cache, p.secs])
         for ops in OPS:
             h.run(r, [h.exe("dpdk-noneal"), p.driver, ops, NONEAL_THREADS, p.iters, p.ireps])
 
@@ -49,14 +49,17 @@ def _ne(h, ops):
 
 def report(h, p, r):
     r.heading(HEADINGS[0])
-    r(f"`bench/bench_dpdk_testpmd.sh dpdk-testpmd {p.driver} OPS MBCACHE {p.periods} {p.skip}`: an",
+    r(f"`bench/bench_dpdk_testpmd.sh dpdk-testpmd {p.driver} OPS MBCACHE {p.secs}`: an",
       "unmodified dpdk-testpmd (Debian's), io forwarding between two `net_null` ports",
       "(`--no-huge --no-pci -m 128 -l 0-1 -d librte_mempool_uslab.so --mbuf-pool-ops-name=OPS",
-      "-- --forward-mode=io --stats-period 1 --total-num-mbufs=16384 --mbcache=MBCACHE`): one",
+      "-- -i --auto-start --forward-mode=io --total-num-mbufs=16384 --mbcache=MBCACHE`): one",
       "forwarding lcore, every packet one mbuf got (net_null RX) and put back (net_null TX).",
-      f"Mpps per port: the two ports' mean Rx-pps, median of {p.periods} one-second stats periods",
-      f"after {p.skip} dropped. MBCACHE 250 is testpmd's default (the lcore cache serves most",
-      "gets and puts; the ops see refills and flushes); with 0 every burst of 32 reaches the ops.",
+      f"After a second of forwarding, `show port stats all` twice, {p.secs} s apart: Mpps per port",
+      "is the packets each port received in between per second of the forwarding thread's CPU",
+      "time (/proc: it polls without sleeping, so this leaves out the time other programs took",
+      "from its CPU on this shared machine); the wall-clock rate and the thread's share of the",
+      "wall time are beside it. MBCACHE 250 is testpmd's default (the lcore cache serves most",
+      "gets and puts; the ops see its refills and flushes); with 0 every burst of 32 reaches the ops.",
       "",
       f"`dpdk-noneal DRIVER OPS {NONEAL_THREADS} {p.iters} {p.ireps}`: {NONEAL_THREADS} plain pthreads, not",
       "registered with EAL (no lcore id, so no DPDK cache), one per CPU, each",
@@ -68,13 +71,16 @@ def report(h, p, r):
         row = [ops]
         for cache in CACHES:
             m = _tp(h, ops, cache)
-            row += [fmt(m, "%.2f"), div(m, _tp(h, "ring_mp_mc", cache))]
+            row += [fmt(m, "%.2f"), div(m, _tp(h, "ring_mp_mc", cache)),
+                    fmt(h.get("dpdk", f"testpmd-{ops}", f"cache{cache}", "wall_mpps"), "%.2f") + " / "
+                    + fmt(h.get("dpdk", f"testpmd-{ops}", f"cache{cache}", "cpu_share"), "%.2f")]
         n = _ne(h, ops)
         row += [fmt(n, "%.1f"), div(n, _ne(h, "ring_mp_mc")),
                 fmt(sum(h.get("dpdk", f"testpmd-{ops}", f"cache{c}", "nombuf") or 0 for c in CACHES), "%.0f")]
         rows.append(row)
         dat.append([ops] + [_tp(h, ops, c) for c in CACHES])
-    r.table(["ops", "testpmd Mpps/port, mbcache 250", "x ring_mp_mc", "mbcache 0", "x ring_mp_mc",
+    r.table(["ops", "testpmd Mpps/port, mbcache 250", "x ring_mp_mc", "wall Mpps / CPU share",
+             "mbcache 0", "x ring_mp_mc", "wall Mpps / CPU share",
              f"non-EAL {NONEAL_THREADS} threads, M obj/s", "x ring_mp_mc", "RX-nombuf"], rows)
     f = h.dat("dpdk.dat", dat)
     h.clustered("dpdk.png", f, "testpmd io forwarding, 2 net_null ports (higher is better)",
