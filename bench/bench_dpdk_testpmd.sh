@@ -1,5 +1,5 @@
 #!/bin/sh
-# bench_dpdk_testpmd.sh TESTPMD DRIVER.so OPS MBCACHE SECONDS - the Mpps of
+# bench_dpdk_testpmd.sh TESTPMD DRIVER.so OPS MBCACHE SECONDS [WARM] - the Mpps of
 # an unmodified dpdk-testpmd, io forwarding between two net_null ports
 # (no NIC, no hugepages), its mbuf pool (16384 mbufs) on mempool ops OPS
 # (uslab, the driver of dpdk/; ring_mp_mc, DPDK's default; stack) with a
@@ -8,7 +8,7 @@
 # on lcore 0. The driver is loaded (-d) whatever OPS is, so every variant
 # runs the same process image.
 #
-# Forwarding starts, runs a second, then `show port stats all` twice,
+# Forwarding starts, runs WARM seconds (default 1), then `show port stats all` twice,
 # SECONDS apart, through a FIFO. Between the two: the packets each port
 # received (RX-packets), the wall time, and the CPU time of the forwarding
 # thread (/proc, utime + stime). The forwarding thread polls without
@@ -28,6 +28,7 @@ driver=$2
 ops=$3
 mbcache=$4
 secs=$5
+warm=${6:-1}
 dir=$(mktemp -d)
 log=$dir/log
 pid=
@@ -67,7 +68,7 @@ now() {
 }
 
 wait_for 1 "Start automatic packet forwarding"
-sleep 1
+sleep "$warm"
 echo "show port stats all" >&3
 wait_for 2 "Rx-pps"
 c0=$(ticks) w0=$(now)

@@ -18,7 +18,7 @@ NONEAL_THREADS = 2
 
 
 def setup(h):
-    return NS(secs=h.size(5, 2, 1),
+    return NS(secs=h.size(5, 2, 0.3), warm=h.size(1, 1, 0.2),
               iters=h.size(2000000, 300000, 30000), ireps=h.size(5, 3, 1),
               driver=os.path.join(h.build, "dpdk", "librte_mempool_uslab.so"),
               script=os.path.join(h.here, "bench_dpdk_testpmd.sh"),
@@ -34,7 +34,7 @@ def run(h, p):
     for r in h.repetitions():
         for cache in CACHES:
             for ops in OPS:
-                h.run(r, ["sh", p.script, p.testpmd, p.driver, ops, cache, p.secs])
+                h.run(r, ["sh", p.script, p.testpmd, p.driver, ops, cache, p.secs, p.warm])
         for ops in OPS:
             h.run(r, [h.exe("dpdk-noneal"), p.driver, ops, NONEAL_THREADS, p.iters, p.ireps])
 
@@ -49,12 +49,12 @@ def _ne(h, ops):
 
 def report(h, p, r):
     r.heading(HEADINGS[0])
-    r(f"`bench/bench_dpdk_testpmd.sh dpdk-testpmd {p.driver} OPS MBCACHE {p.secs}`: an",
+    r(f"`bench/bench_dpdk_testpmd.sh dpdk-testpmd {p.driver} OPS MBCACHE {p.secs} {p.warm}`: an",
       "unmodified dpdk-testpmd (Debian's), io forwarding between two `net_null` ports",
       "(`--no-huge --no-pci -m 128 -l 0-1 -d librte_mempool_uslab.so --mbuf-pool-ops-name=OPS",
       "-- -i --auto-start --forward-mode=io --total-num-mbufs=16384 --mbcache=MBCACHE`): one",
       "forwarding lcore, every packet one mbuf got (net_null RX) and put back (net_null TX).",
-      f"After a second of forwarding, `show port stats all` twice, {p.secs} s apart: Mpps per port",
+      f"After {p.warm} s of forwarding, `show port stats all` twice, {p.secs} s apart: Mpps per port",
       "is the packets each port received in between per second of the forwarding thread's CPU",
       "time (/proc: it polls without sleeping, so this leaves out the time other programs took",
       "from its CPU on this shared machine); the wall-clock rate and the thread's share of the",
