@@ -353,6 +353,12 @@ void uslab_priv_free_slow(struct uslab_cache *c, void *obj)
 		return;
 	}
 	cache_check_live(c, "free");
+	p = pcs_of(c);
+	if ((c->flags & USLAB_POOL_EXTERNAL) && p->hot.top != p->hot.limit) {
+		/* In no slab, so uslab_cache_free() sent it here: the push, unchecked. */
+		pcs_push(c, obj);
+		return;
+	}
 	obj_poison(c, obj);
 	if (!c->sheaf_capacity || !(p = pcs_self(c))) {
 		cache_free_objects(c, &obj, 1, 0); /* (checks it on the way to its slab) */
@@ -554,13 +560,8 @@ void uslab_cache_free(struct uslab_cache *c, void *obj)
 	pcs_push(c, obj);
 	return;
 slow:
-	/* An external pool's objects are in no slab: they take the push unchecked. */
-	if (c && cache_is_descriptor(c) && (READ_ONCE(c->flags) & USLAB_POOL_EXTERNAL)) {
-		cache_check_live(c, "free");
-		pcs_push(c, obj);
-		return;
-	}
-	uslab_priv_free_slow(c, obj); /* reports what is not an object of @c */
+	/* Reports what is not an object of @c (an external pool's objects are in no slab). */
+	uslab_priv_free_slow(c, obj);
 }
 
 void *uslab_cache_zalloc(struct uslab_cache *c)
