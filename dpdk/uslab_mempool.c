@@ -16,9 +16,9 @@
  *   - EAL threads with a cache keep it; uslab only serves its refills and
  *     flushes (bursts of cache size + n);
  *   - like objects in DPDK's lcore caches, objects in another thread's
- *     sheaves are out of reach until that thread uses them, exits or calls
- *     uslab_thread_flush(): a dequeue fails with -ENOENT while they sit
- *     there. A pool of N objects lends each thread at most two sheaves
+ *     sheaves are out of reach until its sheaves fill (full ones go to the
+ *     barn), it exits or it calls uslab_thread_flush(): a dequeue fails
+ *     with -ENOENT while they sit there. A pool of N objects lends each thread at most two sheaves
  *     (capacity chosen below: at most N / 16 each).
  *
  * An unmodified DPDK program selects it with `-d librte_mempool_uslab.so`
