@@ -2,17 +2,21 @@
 # install.sh CMAKE BUILD_DIR TESTPMD - install the build into a temporary
 # prefix; the driver must be there, next to libuslab.so, and find it
 # without LD_LIBRARY_PATH ($ORIGIN): testpmd.sh runs on the installed copy.
-# The prefix is in the build directory, not under /tmp: EAL refuses to load
-# a plugin below a world-writable directory ("directory path /tmp is
-# world-writable and insecure").
+# The prefix is in the build directory, or in a private directory when
+# that is below a world-writable one, which EAL refuses (insecure.sh).
 set -eu
 cmake=$1
 build=$2
 testpmd=$3
 here=$(dirname "$0")
-prefix=$build/tests/dpdk/install-prefix
-rm -rf "$prefix"
-trap 'rm -rf "$prefix"' EXIT
+. "$here/insecure.sh"
+if insecure "$build"; then
+	prefix=$(private_dir)/prefix
+else
+	prefix=$build/tests/dpdk/install-prefix
+	rm -rf "$prefix"
+fi
+trap 'rm -rf "$prefix"; [ "${prefix#"$build"}" != "$prefix" ] || rmdir "$(dirname "$prefix")"' EXIT
 "$cmake" --install "$build" --prefix "$prefix" >/dev/null
 driver=$(find "$prefix" -name librte_mempool_uslab.so)
 [ -n "$driver" ] || { echo "FAIL: librte_mempool_uslab.so not installed"; exit 1; }
