@@ -6,7 +6,8 @@
  * A call into a shared library costs more than the fast path itself (a
  * pop or a push of the thread's main sheaf), so, like DPDK's mempool, the
  * fast path is compiled into the caller: uslab_cache_alloc(c),
- * uslab_cache_free(c, p) and their _bulk forms are function-like macros for
+ * uslab_cache_free(c, p), their _bulk forms and uslab_pool_get_bulk(),
+ * uslab_pool_put_bulk() (up to 64 objects) are function-like macros for
  * the inline versions below, which call into the library only when the
  * main sheaf cannot serve the whole request.
  * The real functions remain exported under the same names, so taking their
@@ -149,7 +150,52 @@ uslab_cache_free_bulk_inline(struct uslab_cache *c, size_t n, void **objs)
 	p->top = top + n;
 }
 
+/*
+ * uslab_pool_get_bulk() when main holds n objects: a copy, 0 returned. Any
+ * other case (n 0, NULL, more than main holds) calls the library.
+ */
+static inline __attribute__((always_inline)) int uslab_pool_get_bulk_inline(struct uslab_cache *c,
+									    size_t n, void **objs)
+{
+	struct uslab_priv_pcs *p;
+	void **top;
+
+	if (__builtin_expect(n > USLAB_PRIV_POOL_BULK_INLINE || !c || !objs, 0))
+		return (uslab_pool_get_bulk)(c, n, objs);
+	p = uslab_priv_pcs_of(c);
+	top = p->top;
+	if (__builtin_expect(n - 1 >= (size_t)(top - p->bottom), 0)) /* n == 0 too */
+		return (uslab_pool_get_bulk)(c, n, objs);
+	top -= n;
+	uslab_priv_copy_ptrs(objs, top, n);
+	p->top = top;
+	return 0;
+}
+
+/* uslab_pool_put_bulk() when main has room for n: a copy (the array is not written). */
+static inline __attribute__((always_inline)) void
+uslab_pool_put_bulk_inline(struct uslab_cache *c, size_t n, void *const *objs)
+{
+	struct uslab_priv_pcs *p;
+	void **top;
+
+	if (__builtin_expect(n > USLAB_PRIV_POOL_BULK_INLINE || !c || !objs, 0)) {
+		(uslab_pool_put_bulk)(c, n, objs);
+		return;
+	}
+	p = uslab_priv_pcs_of(c);
+	top = p->top;
+	if (__builtin_expect(n - 1 >= (size_t)(p->limit - top), 0)) { /* n == 0 too */
+		(uslab_pool_put_bulk)(c, n, objs);
+		return;
+	}
+	uslab_priv_copy_ptrs(top, objs, n);
+	p->top = top + n;
+}
+
 #ifdef USLAB_PRIV_INLINE
+#define uslab_pool_get_bulk(c, n, p) uslab_pool_get_bulk_inline((c), (n), (p))
+#define uslab_pool_put_bulk(c, n, p) uslab_pool_put_bulk_inline((c), (n), (p))
 #define uslab_cache_alloc(c) uslab_cache_alloc_inline(c)
 #define uslab_cache_free(c, obj) uslab_cache_free_inline((c), (obj))
 #define uslab_cache_alloc_bulk(c, n, p) uslab_cache_alloc_bulk_inline((c), (n), (p))
