@@ -27,8 +27,8 @@
  * counted under the lock, which the trade holds anyway; every ADAPT_TRADES
  * trades the clock is read (CLOCK_MONOTONIC, once per 32 sheaves moved):
  *
- *   - 32 trades within 32 / USLAB_SHEAF_GROW_RATE seconds (1 ms at the
- *     default rate, 32000 a second): the capacity doubles (the next class, up to
+ *   - 32 trades within 32 / USLAB_SHEAF_GROW_RATE seconds, 1 ms at the
+ *     default rate of 32000 a second: the capacity doubles (the next class, up to
  *     cap_max). A steady flow thus settles where it trades about
  *     USLAB_SHEAF_GROW_RATE times a second or less;
  *   - the window lasted USLAB_SHEAF_DECAY_MS (100 ms) or more: it halves,
