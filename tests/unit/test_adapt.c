@@ -53,7 +53,7 @@ struct run {
 	unsigned char *seen;
 	unsigned int peak; /* largest capacity the producer saw */
 	bool stop;	   /* the shaker's */
-	unsigned long checks;
+	unsigned long pchecks, checks; /* the producer's, the consumer's */
 };
 
 static void *producer(void *arg)
@@ -68,7 +68,7 @@ static void *producer(void *arg)
 
 		while (head + k - __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) > RING)
 			sched_yield();
-		CHECK_COUNTED(r->checks, uslab_cache_alloc_bulk(r->c, k, objs) == k, "alloc_bulk");
+		CHECK_COUNTED(r->pchecks, uslab_cache_alloc_bulk(r->c, k, objs) == k, "alloc_bulk");
 		for (size_t i = 0; i < k; i++) {
 			struct obj *o = objs[i];
 
@@ -154,7 +154,7 @@ static struct run *traffic(struct uslab_cache *c, size_t n, bool shake)
 	}
 	for (size_t i = 0; i < n; i++)
 		CHECK(r->seen[i], "object %zu lost", i);
-	test_checks += r->checks;
+	test_checks += r->checks + r->pchecks;
 	return r;
 }
 
