@@ -35,9 +35,14 @@
  *     once per USLAB_SHEAF_DECAY_MS elapsed, down to cap_min.
  *
  * Traffic that stops makes no trade, so barn_decay() applies the second
- * rule when a thread drains its sheaves (exit, uslab_cache_shrink() of
- * another thread's making), and barn_drain() (uslab_cache_shrink(),
- * destroy) drops the capacity to cap_min at once. When the capacity
+ * rule from the decay monitor: a thread started when a cache first grows
+ * (from pcs_self(), the entry of every slow path, holding no lock), which
+ * every USLAB_SHEAF_DECAY_MS calls barn_decay() on each grown cache and
+ * exits once none is grown. A grown capacity is thus back at its base
+ * within about (halvings + 1) * USLAB_SHEAF_DECAY_MS of the last trade:
+ * 1022 -> 126 is three halvings, 300-400 ms by default. barn_decay() also
+ * runs when a thread drains its sheaves (exit), and barn_drain()
+ * (uslab_cache_shrink(), destroy) drops the capacity to cap_min at once. When the capacity
  * changes, the empty sheaves in the barn (all of the old capacity) are
  * freed; when it shrinks, full sheaves beyond max_full * capacity objects
  * are flushed to slabs (a pool cache, USLAB_POOL, flushes none); sheaves
@@ -52,6 +57,7 @@
  * cap_min <= capacity <= cap_max; every empty sheaf is of the current
  * capacity (check level 2).
  */
+#include <signal.h>
 #include <stddef.h>
 #include <time.h>
 
@@ -107,6 +113,8 @@ void barn_init(struct barn *b, unsigned int max_full, unsigned int max_empty)
 }
 
 static struct sheaf *pop_locked(struct barn *b, struct sheaf **stack, unsigned int *nr);
+
+bool barn_monitor_need; /* a cache grew: the decay monitor should run */
 
 /* ------------------------------------------------- adaptive capacity */
 
@@ -182,6 +190,8 @@ static void resize_locked(struct barn *b, unsigned int cap, struct sheaf **out)
 		else
 			b->shrinks++;
 	}
+	if (b->capacity == b->cap_min)
+		__atomic_store_n(&barn_monitor_need, true, __ATOMIC_RELAXED); /* grown: decay it */
 	while ((s = pop_locked(b, &b->empty, &b->nr_empty))) {
 		s->next = *out;
 		*out = s;
@@ -267,6 +277,112 @@ void barn_decay(struct uslab_cache *c, uint64_t now_ns)
 		judge_locked(b, now_ns, &out);
 	barn_unlock(b);
 	release(b, out);
+}
+
+/* ------------------------------------------------------ decay monitor */
+
+static struct {
+	pthread_mutex_t lock; /* running, retry_ns; a leaf: no uslab lock taken under it */
+	bool running;	      /* also read without the lock (barn_kick) */
+	uint64_t retry_ns;    /* a start that failed is retried after */
+	pthread_once_t atfork;
+} M = { .lock = PTHREAD_MUTEX_INITIALIZER, .atfork = PTHREAD_ONCE_INIT };
+
+/* One cache of the monitor's pass (under caches_lock): decay it; count it if still grown. */
+static void decay_one(struct uslab_cache *c, void *arg)
+{
+	struct barn *b = &c->barn;
+
+	if (!adaptive(b) || READ_ONCE(b->capacity) == b->cap_min)
+		return;
+	barn_decay(c, barn_now_ns());
+	if (READ_ONCE(b->capacity) != b->cap_min)
+		(*(unsigned long *)arg)++;
+}
+
+static void *monitor_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		unsigned int ms = usl_opt.sheaf_decay_ms;
+		struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000 };
+		unsigned long grown = 0;
+
+		nanosleep(&ts, NULL);
+		cache_for_each(decay_one, &grown);
+		gp_kick(); /* a flush may have deferred slabs (TYPESAFE_BY_RCU) */
+		if (grown)
+			continue;
+		pthread_mutex_lock(&M.lock);
+		if (!__atomic_exchange_n(&barn_monitor_need, false, __ATOMIC_RELAXED)) {
+			__atomic_store_n(&M.running, false, __ATOMIC_RELEASE);
+			pthread_mutex_unlock(&M.lock);
+			return NULL;
+		}
+		pthread_mutex_unlock(&M.lock); /* a cache grew meanwhile */
+	}
+}
+
+/* The child of fork has no monitor: the next slow path starts one if a cache is grown. */
+static void monitor_fork_child(void)
+{
+	pthread_mutex_init(&M.lock, NULL);
+	if (M.running)
+		__atomic_store_n(&barn_monitor_need, true, __ATOMIC_RELAXED);
+	M.running = false;
+	M.retry_ns = 0;
+}
+
+static void monitor_atfork(void)
+{
+	pthread_atfork(NULL, NULL, monitor_fork_child);
+}
+
+/*
+ * barn_monitor_start - start the decay monitor (barn_kick() saw a cache grow
+ * without one). Context: no uslab lock held (thread creation may allocate,
+ * through uslab when it is the malloc: need is cleared first, so such a
+ * nested slow path does not come back here).
+ */
+void barn_monitor_start(void)
+{
+	uint64_t now = barn_now_ns();
+	pthread_attr_t attr;
+	sigset_t all, old;
+	pthread_t tid;
+	int err;
+
+	pthread_mutex_lock(&M.lock);
+	if (M.running || now < M.retry_ns ||
+	    !__atomic_exchange_n(&barn_monitor_need, false, __ATOMIC_RELAXED)) {
+		pthread_mutex_unlock(&M.lock);
+		return;
+	}
+	__atomic_store_n(&M.running, true, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&M.lock);
+	pthread_once(&M.atfork, monitor_atfork);
+
+	/* The monitor takes no signal meant for the program. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	err = pthread_create(&tid, &attr, monitor_main, NULL);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		pthread_mutex_lock(&M.lock);
+		__atomic_store_n(&M.running, false, __ATOMIC_RELAXED);
+		__atomic_store_n(&barn_monitor_need, true, __ATOMIC_RELAXED);
+		M.retry_ns = now + 100000000u; /* 100 ms */
+		pthread_mutex_unlock(&M.lock);
+	}
+}
+
+/* Whether the decay monitor runs (tests). */
+bool barn_monitor_running(void)
+{
+	return __atomic_load_n(&M.running, __ATOMIC_ACQUIRE);
 }
 
 /*

@@ -133,10 +133,13 @@ void pcs_stat(struct pcs *p, enum uslab_stat_item item, uint64_t n)
 
 /*
  * The calling thread's pcs for @c, its state started if needed. NULL when
- * it cannot be (no memory, or the thread is exiting).
+ * it cannot be (no memory, or the thread is exiting). The entry of every
+ * slow path (here, bulk.c), before the thread's lock: where the decay
+ * monitor of grown caches is started (barn.c). Context: no uslab lock held.
  */
 struct pcs *pcs_self(const struct uslab_cache *c)
 {
+	barn_kick();
 	return thread_start_self() ? NULL : pcs_of(c);
 }
 

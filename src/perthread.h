@@ -53,6 +53,20 @@ INTERNAL void barn_adapt_init(struct uslab_cache *c, unsigned int requested);
 INTERNAL void barn_decay(struct uslab_cache *c, uint64_t now_ns);
 INTERNAL uint64_t barn_now_ns(void);
 INTERNAL void barn_stats(struct uslab_cache *c, struct uslab_cache_stats *st);
+INTERNAL extern bool barn_monitor_need;
+INTERNAL void barn_monitor_start(void);
+INTERNAL bool barn_monitor_running(void);
+
+/*
+ * barn_kick - start the decay monitor if a cache grew without one running.
+ * Two loads when nothing is to do. Context: no uslab lock held.
+ */
+static inline void barn_kick(void)
+{
+	if (unlikely(__atomic_load_n(&barn_monitor_need, __ATOMIC_RELAXED)) &&
+	    !barn_monitor_running())
+		barn_monitor_start();
+}
 
 /* ---------------------------------------------------- pcs.c, thread.c */
 

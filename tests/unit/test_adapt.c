@@ -14,9 +14,13 @@
  *                  empty sheaves (old size) are freed, full ones past
  *                  max_full * capacity objects flushed, none lost
  *                  (active_objs is what the sheaves hold).
- *   decay_idle     traffic stops; a thread's exit after a few intervals
- *                  brings the capacity back to the base within
- *                  ceil(log2(1022 / 126)) = 3 intervals of idleness.
+ *   decay_monitor  traffic stops and nothing calls uslab: the decay
+ *                  monitor alone brings the capacity back to the base
+ *                  (three halvings, 1022 -> 126) within the documented
+ *                  (3 + 1) intervals, checked with a bound of 10; then it
+ *                  exits (nothing grown).
+ *   decay_idle     traffic stops; a thread's exit after five intervals
+ *                  finds the capacity back at the base.
  *   mixed          the same producer/consumer while a third thread keeps
  *                  forcing the capacity down (and the traffic grows it
  *                  again): sheaves of every size cross threads, the library
@@ -239,8 +243,8 @@ static unsigned long barn_objects(struct uslab_cache *c)
 		n += s->size;
 	}
 	for (struct sheaf *s = c->barn.empty; s; s = s->next)
-		CHECK(s->capacity == c->barn.capacity, "empty sheaf of %u, capacity %u",
-		      s->capacity, c->barn.capacity);
+		CHECK(s->capacity == READ_ONCE(c->barn.capacity), "empty sheaf of %u, capacity %u",
+		      s->capacity, READ_ONCE(c->barn.capacity));
 	ulock_unlock(&c->barn.lock);
 	return n;
 }
@@ -255,19 +259,19 @@ static void decay_direct(void)
 	/* The producer and the consumer exited: what they held is in the barn or in slabs. */
 	held = barn_objects(c);
 	CHECK(st.active_objs == held, "active %lu, barn %lu", st.active_objs, held);
-	CHECK(c->barn.capacity == 1022, "grown: %u", c->barn.capacity);
+	CHECK(READ_ONCE(c->barn.capacity) == 1022, "grown: %u", READ_ONCE(c->barn.capacity));
 	barn_decay(c, now + iv / 2);
-	CHECK(c->barn.capacity == 1022, "half an interval: still %u", c->barn.capacity);
+	CHECK(READ_ONCE(c->barn.capacity) == 1022, "half an interval: still %u", READ_ONCE(c->barn.capacity));
 	barn_decay(c, now + iv + iv / 10);
-	CHECK(c->barn.capacity == 510, "one interval: %u", c->barn.capacity);
-	CHECK(c->barn.nr_empty == 0, "empty sheaves of 1022 freed");
+	CHECK(READ_ONCE(c->barn.capacity) == 510, "one interval: %u", READ_ONCE(c->barn.capacity));
+	CHECK(READ_ONCE(c->barn.nr_empty) == 0, "empty sheaves of 1022 freed");
 	held = barn_objects(c);
 	CHECK(held <= (unsigned long)c->barn.max_full * 510, "barn keeps %lu objects", held);
 	st2 = stats(c);
 	CHECK(st2.active_objs == held, "flushed, none lost: active %lu, barn %lu",
 	      st2.active_objs, held);
 	barn_decay(c, now + 12 * iv);
-	CHECK(c->barn.capacity == 126, "ten intervals: the base (%u)", c->barn.capacity);
+	CHECK(READ_ONCE(c->barn.capacity) == 126, "ten intervals: the base (%u)", READ_ONCE(c->barn.capacity));
 	held = barn_objects(c);
 	CHECK(held <= (unsigned long)c->barn.max_full * 126, "barn keeps %lu objects", held);
 	st2 = stats(c);
@@ -276,7 +280,7 @@ static void decay_direct(void)
 	CHECK(st2.events[USLAB_STAT_SHEAF_SHRINK] == st.events[USLAB_STAT_SHEAF_SHRINK] + 3,
 	      "three shrink steps");
 	barn_decay(c, now + 100 * iv);
-	CHECK(c->barn.capacity == 126, "not below the base");
+	CHECK(READ_ONCE(c->barn.capacity) == 126, "not below the base");
 	finish(c);
 }
 
@@ -293,16 +297,44 @@ static void decay_idle(void)
 	struct uslab_cache *c = grown("adapt-idle");
 	uint64_t t0 = barn_now_ns();
 	unsigned int ms = usl_opt.sheaf_decay_ms;
-	struct timespec ts = { (time_t)(ms * 3 / 1000), (long)(ms * 3 % 1000) * 1000000 + 5000000 };
+	struct timespec ts = { (time_t)(ms * 5 / 1000), (long)(ms * 5 % 1000) * 1000000 + 5000000 };
 	pthread_t t;
 
-	/* Traffic stopped: 3 intervals later, a thread's exit shrinks the barn. */
+	/* Traffic stopped: 5 intervals later, a thread's exit shrinks the barn (or the monitor did). */
 	nanosleep(&ts, NULL);
 	CHECK(!pthread_create(&t, NULL, touch, c) && !pthread_join(t, NULL), "thread");
-	CHECK(c->barn.capacity == 126, "back to the base after %llu ms: %u",
-	      (unsigned long long)((barn_now_ns() - t0) / 1000000), c->barn.capacity);
-	printf("  idle %u ms, then a thread exit: capacity %u\n", ms * 3, c->barn.capacity);
+	CHECK(READ_ONCE(c->barn.capacity) == 126, "back to the base after %llu ms: %u",
+	      (unsigned long long)((barn_now_ns() - t0) / 1000000), READ_ONCE(c->barn.capacity));
+	printf("  idle %u ms, then a thread exit: capacity %u\n", ms * 5, READ_ONCE(c->barn.capacity));
 	finish(c);
+	t0 = barn_now_ns();
+	while (barn_monitor_running() && barn_now_ns() - t0 < 40ull * ms * 1000000u)
+		nanosleep(&(struct timespec){ 0, 2000000 }, NULL);
+}
+
+static void decay_monitor(void)
+{
+	struct uslab_cache *c = grown("adapt-monitor");
+	unsigned int ms = usl_opt.sheaf_decay_ms;
+	struct timespec tick = { 0, 2000000 };
+	uint64_t t0 = barn_now_ns(), took;
+
+	CHECK(barn_monitor_running(), "the monitor started when the cache grew");
+	while (READ_ONCE(c->barn.capacity) != 126 && barn_now_ns() - t0 < 40ull * ms * 1000000u)
+		nanosleep(&tick, NULL);
+	took = (barn_now_ns() - t0) / 1000000u;
+	CHECK(READ_ONCE(c->barn.capacity) == 126, "not back at the base after %llu ms",
+	      (unsigned long long)took);
+	CHECK(took <= 10ull * ms, "back at the base after %llu ms, bound %u ms",
+	      (unsigned long long)took, 10 * ms);
+	printf("  idle: 1022 -> 126 by the monitor alone in %llu ms (USLAB_SHEAF_DECAY_MS=%u)\n",
+	       (unsigned long long)took, ms);
+	finish(c);
+	/* Nothing grown: it exits after its next pass. */
+	t0 = barn_now_ns();
+	while (barn_monitor_running() && barn_now_ns() - t0 < 40ull * ms * 1000000u)
+		nanosleep(&tick, NULL);
+	CHECK(!barn_monitor_running(), "the monitor exited");
 }
 
 static void mixed(void)
@@ -419,8 +451,8 @@ static void pinned(void)
 	usl_opt.sheaf_capacity = 0;
 	CHECK(c && c->barn.cap_min == 254 && c->barn.cap_max == 254, "pinned by the variable");
 	r = traffic(c, 300000, false);
-	CHECK(r->peak == 254 && c->barn.capacity == 254, "variable: capacity %u",
-	      c->barn.capacity);
+	CHECK(r->peak == 254 && READ_ONCE(c->barn.capacity) == 254, "variable: capacity %u",
+	      READ_ONCE(c->barn.capacity));
 	run_free(r);
 	finish(c);
 }
@@ -430,13 +462,16 @@ int main(void)
 	/* uslab's options are read at the first call; then the test's own. */
 	uslab_cache_destroy(uslab_cache_create("adapt-init", 64, NULL, 0));
 	usl_opt.sheaf_grow_rate = 500; /* 32 trades within 64 ms: sanitizer builds grow too */
+	usl_opt.sheaf_decay_ms = 50;
+	RUN(decay_monitor);
+	RUN(decay_idle);
+	/* (The monitor exited: nobody reads the options now.) */
+	CHECK(!barn_monitor_running(), "no monitor");
 	usl_opt.sheaf_decay_ms = 2000; /* no decay in the middle of a run */
 	RUN(grow_2threads);
 	RUN(mixed);
 	RUN(exit_destroy);
 	RUN(pinned);
 	RUN(decay_direct);
-	usl_opt.sheaf_decay_ms = 50;
-	RUN(decay_idle);
 	return 0;
 }
