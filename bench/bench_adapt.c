@@ -23,6 +23,7 @@
  * ("exit"); Mpps of the run. Run with USLAB_SHEAF_CAPACITY=126 for the
  * pinned capacity of before (bench/suites/adapt.py does both).
  */
+#define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -104,7 +105,8 @@ static void *tx(void *arg)
 static long cached(unsigned int *cap)
 {
 	struct uslab_cache_stats st;
-	size_t h = __atomic_load_n(&head, __ATOMIC_ACQUIRE), t = __atomic_load_n(&tail, __ATOMIC_ACQUIRE);
+	size_t h = __atomic_load_n(&head, __ATOMIC_ACQUIRE),
+	       t = __atomic_load_n(&tail, __ATOMIC_ACQUIRE);
 	long in_flight = (long)(h - t);
 
 	uslab_cache_stats(c, &st);
@@ -125,7 +127,8 @@ static void row(const char *when, unsigned int cap, long objs)
 
 int main(int argc, char **argv)
 {
-	unsigned int idle_ms = argc > 2 ? (unsigned int)atoi(argv[2]) : 1500, cap, base, peak_cap = 0;
+	unsigned int idle_ms = argc > 2 ? (unsigned int)atoi(argv[2]) : 1500, cap, base,
+		     peak_cap = 0;
 	long peak = 0, n;
 	uint64_t t0, t_stop = 0, t_base = 0;
 	pthread_t trx, ttx;
@@ -151,7 +154,8 @@ int main(int argc, char **argv)
 	t_stop = now_ns();
 	report_value("adapt", "uslab", "run", "mpps", packets / ((t_stop - t0) / 1e3));
 	row("peak", peak_cap, peak);
-	row("stop", (n = cached(&cap), cap), n);
+	n = cached(&cap);
+	row("stop", cap, n);
 	while (now_ns() - t_stop < (uint64_t)idle_ms * 1000000u) {
 		usleep(5000);
 		n = cached(&cap);
@@ -161,11 +165,13 @@ int main(int argc, char **argv)
 			report_value("adapt", "uslab", "base", "ms", (t_base - t_stop) / 1e6);
 		}
 	}
-	row("idle", (n = cached(&cap), cap), n);
+	n = cached(&cap);
+	row("idle", cap, n);
 	__atomic_store_n(&quit, true, __ATOMIC_RELEASE);
 	pthread_join(trx, NULL);
 	pthread_join(ttx, NULL);
-	row("exit", (n = cached(&cap), cap), n);
+	n = cached(&cap);
+	row("exit", cap, n);
 	uslab_cache_shrink(c);
 	return uslab_cache_destroy(c) ? 1 : 0;
 }

@@ -272,8 +272,7 @@ void barn_decay(struct uslab_cache *c, uint64_t now_ns)
 	if (!adaptive(b) || READ_ONCE(b->capacity) == b->cap_min)
 		return;
 	barn_lock(b);
-	if (now_ns > b->window &&
-	    now_ns - b->window >= (uint64_t)usl_opt.sheaf_decay_ms * 1000000u)
+	if (now_ns > b->window && now_ns - b->window >= (uint64_t)usl_opt.sheaf_decay_ms * 1000000u)
 		judge_locked(b, now_ns, &out);
 	barn_unlock(b);
 	release(b, out);

@@ -66,8 +66,8 @@ void export_print_events(FILE *f, const struct export_row *rows, uint32_t n)
 
 void export_print_sheaves(FILE *f, const struct export_row *rows, uint32_t n)
 {
-	fprintf(f, "# %-15s %8s %5s %5s %10s %10s %6s %6s %4s %5s %8s\n", "cache", "capacity", "min",
-		"max", "barn_get", "barn_put", "grow", "shrink", "full", "empty", "sheaved");
+	fprintf(f, "# %-15s %8s %5s %5s %10s %10s %6s %6s %4s %5s %8s\n", "cache", "capacity",
+		"min", "max", "barn_get", "barn_put", "grow", "shrink", "full", "empty", "sheaved");
 	for (uint32_t r = 0; r < n; r++) {
 		const struct uslab_cache_stats *st = &rows[r].st;
 		char name[EXPORT_NAME_ESCAPED];

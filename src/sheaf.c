@@ -91,8 +91,8 @@ unsigned int sheaf_class_step(unsigned int cap, bool up)
 {
 	for (int i = 0; i < SHEAF_CLASSES; i++)
 		if (sheaf_caps[i] == cap)
-			return up ? sheaf_caps[i + 1 < SHEAF_CLASSES ? i + 1 : i]
-				  : sheaf_caps[i ? i - 1 : 0];
+			return up ? sheaf_caps[i + 1 < SHEAF_CLASSES ? i + 1 : i] :
+				    sheaf_caps[i ? i - 1 : 0];
 	return cap;
 }
 

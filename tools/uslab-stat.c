@@ -249,8 +249,7 @@ static void print_json(FILE *f, const struct snap *s)
 			r->st.active_objs, r->st.num_objs, r->st.objsize, r->st.object_size,
 			r->st.objperslab, r->st.pagesperslab, r->st.active_slabs, r->st.num_slabs,
 			r->st.partial_slabs, r->st.sheaf_capacity, r->st.sheaf_capacity_min,
-			r->st.sheaf_capacity_max, r->sheaved, r->st.barn_full,
-			r->st.barn_empty,
+			r->st.sheaf_capacity_max, r->sheaved, r->st.barn_full, r->st.barn_empty,
 			uslab_layout_name(r->st.layout) ? uslab_layout_name(r->st.layout) : "?",
 			r->st.meta_bytes, export_row_bytes(r), r->flags);
 		for (unsigned int k = 0; uslab_stat_name(k); k++)

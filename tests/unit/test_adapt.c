@@ -55,8 +55,8 @@ struct run {
 	void *ring[RING];
 	size_t head, tail; /* atomics: head written by the producer, tail by the consumer */
 	unsigned char *seen;
-	unsigned int peak; /* largest capacity the producer saw */
-	bool stop;	   /* the shaker's */
+	unsigned int peak;	       /* largest capacity the producer saw */
+	bool stop;		       /* the shaker's */
 	unsigned long pchecks, checks; /* the producer's, the consumer's */
 };
 
@@ -261,17 +261,19 @@ static void decay_direct(void)
 	CHECK(st.active_objs == held, "active %lu, barn %lu", st.active_objs, held);
 	CHECK(READ_ONCE(c->barn.capacity) == 1022, "grown: %u", READ_ONCE(c->barn.capacity));
 	barn_decay(c, now + iv / 2);
-	CHECK(READ_ONCE(c->barn.capacity) == 1022, "half an interval: still %u", READ_ONCE(c->barn.capacity));
+	CHECK(READ_ONCE(c->barn.capacity) == 1022, "half an interval: still %u",
+	      READ_ONCE(c->barn.capacity));
 	barn_decay(c, now + iv + iv / 10);
 	CHECK(READ_ONCE(c->barn.capacity) == 510, "one interval: %u", READ_ONCE(c->barn.capacity));
 	CHECK(READ_ONCE(c->barn.nr_empty) == 0, "empty sheaves of 1022 freed");
 	held = barn_objects(c);
 	CHECK(held <= (unsigned long)c->barn.max_full * 510, "barn keeps %lu objects", held);
 	st2 = stats(c);
-	CHECK(st2.active_objs == held, "flushed, none lost: active %lu, barn %lu",
-	      st2.active_objs, held);
+	CHECK(st2.active_objs == held, "flushed, none lost: active %lu, barn %lu", st2.active_objs,
+	      held);
 	barn_decay(c, now + 12 * iv);
-	CHECK(READ_ONCE(c->barn.capacity) == 126, "ten intervals: the base (%u)", READ_ONCE(c->barn.capacity));
+	CHECK(READ_ONCE(c->barn.capacity) == 126, "ten intervals: the base (%u)",
+	      READ_ONCE(c->barn.capacity));
 	held = barn_objects(c);
 	CHECK(held <= (unsigned long)c->barn.max_full * 126, "barn keeps %lu objects", held);
 	st2 = stats(c);
@@ -305,7 +307,8 @@ static void decay_idle(void)
 	CHECK(!pthread_create(&t, NULL, touch, c) && !pthread_join(t, NULL), "thread");
 	CHECK(READ_ONCE(c->barn.capacity) == 126, "back to the base after %llu ms: %u",
 	      (unsigned long long)((barn_now_ns() - t0) / 1000000), READ_ONCE(c->barn.capacity));
-	printf("  idle %u ms, then a thread exit: capacity %u\n", ms * 5, READ_ONCE(c->barn.capacity));
+	printf("  idle %u ms, then a thread exit: capacity %u\n", ms * 5,
+	       READ_ONCE(c->barn.capacity));
 	finish(c);
 	t0 = barn_now_ns();
 	while (barn_monitor_running() && barn_now_ns() - t0 < 40ull * ms * 1000000u)
@@ -409,7 +412,8 @@ static void holders(struct uslab_cache *c, bool wait_destroy)
 
 		pthread_barrier_wait(&b);
 		st = stats(c);
-		CHECK(st.active_objs >= 3 * 1022, "threads hold grown sheaves: %lu", st.active_objs);
+		CHECK(st.active_objs >= 3 * 1022, "threads hold grown sheaves: %lu",
+		      st.active_objs);
 		CHECK(uslab_cache_destroy(c) == 0, "destroy while they hold grown sheaves");
 		pthread_barrier_wait(&b);
 	}
