@@ -20,7 +20,7 @@
  * objects cached at peak ("peak"), at the end of the traffic ("stop"),
  * once the capacity is back at its base ("base", with "ms" since the
  * stop), at the end of IDLE_MS ("idle") and after the threads' exit
- * ("exit"); Mpps of the run. Run with USLAB_SHEAF_CAPACITY=126 for the
+ * ("exit"); Mpps of the run and its barn trades per 1000 packets. Run with USLAB_SHEAF_CAPACITY=126 for the
  * pinned capacity of before (bench/suites/adapt.py does both).
  */
 #define _GNU_SOURCE
@@ -153,6 +153,11 @@ int main(int argc, char **argv)
 	}
 	t_stop = now_ns();
 	report_value("adapt", "uslab", "run", "mpps", packets / ((t_stop - t0) / 1e3));
+	uslab_cache_stats(c, &st);
+	/* Barn trades (an empty sheaf for a full one, or back) per 1000 packets. */
+	report_value("adapt", "uslab", "run", "trades_per_kpkt",
+		     (st.events[USLAB_STAT_BARN_GET] + st.events[USLAB_STAT_BARN_PUT]) * 1000.0 /
+			     (double)packets);
 	row("peak", peak_cap, peak);
 	n = cached(&cap);
 	row("stop", cap, n);

@@ -51,4 +51,6 @@ def report(h, p, r):
       "the threads' own two sheaves keep their size until they trade or exit. Forwarding rate of these runs:",
       f"adaptive {fmt(h.get('adapt', 'uslab', 'run', 'mpps'), '%.1f')} Mpps, pinned",
       f"{fmt(h.get('adapt', 'uslab-pinned', 'run', 'mpps'), '%.1f')} Mpps (sampled, unpinned threads: see P5 for",
-      "the throughput comparison).", "")
+      "the throughput comparison); barn trades per 1000 packets: adaptive",
+      f"{fmt(h.get('adapt', 'uslab', 'run', 'trades_per_kpkt'), '%.2f')}, pinned",
+      f"{fmt(h.get('adapt', 'uslab-pinned', 'run', 'trades_per_kpkt'), '%.2f')}.", "")
