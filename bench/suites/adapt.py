@@ -47,7 +47,7 @@ def report(h, p, r):
                          fmt(h.get("adapt", v, when, "kib"), "%.0f")])
     r.table(["capacity", "when", "sheaf capacity", "objects cached", "KiB of objects"], rows)
     ms = h.get("adapt", "uslab", "base", "ms")
-    r(f"Back at the base capacity {fmt(ms, '%.0f')} ms after the traffic stopped (no call into uslab meanwhile);",
+    r("", f"Back at the base capacity {fmt(ms, '%.0f')} ms after the traffic stopped (no call into uslab meanwhile);",
       "the threads' own two sheaves keep their size until they trade or exit. Forwarding rate of these runs:",
       f"adaptive {fmt(h.get('adapt', 'uslab', 'run', 'mpps'), '%.1f')} Mpps, pinned",
       f"{fmt(h.get('adapt', 'uslab-pinned', 'run', 'mpps'), '%.1f')} Mpps (sampled, unpinned threads: see P5 for",
