@@ -28,9 +28,9 @@
  * trades the clock is read (CLOCK_MONOTONIC, once per 32 sheaves moved):
  *
  *   - 32 trades within 32 / USLAB_SHEAF_GROW_RATE seconds, 1 ms at the
- *     default rate of 32000 a second: the capacity doubles (the next class, up to
- *     cap_max). A steady flow thus settles where it trades about
- *     USLAB_SHEAF_GROW_RATE times a second or less;
+ *     default rate of 32000 a second: the capacity doubles (the next
+ *     class, up to cap_max). A steady flow thus settles where it trades
+ *     about USLAB_SHEAF_GROW_RATE times a second or less;
  *   - the window lasted USLAB_SHEAF_DECAY_MS (100 ms) or more: it halves,
  *     once per USLAB_SHEAF_DECAY_MS elapsed, down to cap_min.
  *
@@ -42,9 +42,9 @@
  * within about (halvings + 1) * USLAB_SHEAF_DECAY_MS of the last trade:
  * 1022 -> 126 is three halvings, 300-400 ms by default. barn_decay() also
  * runs when a thread drains its sheaves (exit), and barn_drain()
- * (uslab_cache_shrink(), destroy) drops the capacity to cap_min at once. When the capacity
- * changes, the empty sheaves in the barn (all of the old capacity) are
- * freed; when it shrinks, full sheaves beyond max_full * capacity objects
+ * (uslab_cache_shrink(), destroy) drops the capacity to cap_min at once.
+ * When the capacity changes, the empty sheaves in the barn (all of the old
+ * capacity) are freed; when it shrinks, full sheaves beyond max_full * capacity objects
  * are flushed to slabs (a pool cache, USLAB_POOL, flushes none); sheaves
  * of the old capacity that threads hold stay in use until they come back:
  * full ones are kept as any full sheaf, empty ones are refused (freed by
