@@ -24,6 +24,8 @@
  *
  * Peers: uslab (uslab_cache_alloc_bulk / free_bulk on a cache created with
  * .layout = LAYOUT: auto freeptr objfreelist onslab offslab, default auto;
+ * LAYOUT "pool": a USLAB_POOL cache with a reserve of N objects, through
+ * uslab_pool_get_bulk / uslab_pool_put_bulk, as DPDK's mempool is used;
  * variant "uslab-<LAYOUT>", "uslab-<LAYOUT>-resident" when USLAB_PURGE_DELAY_MS
  * or USLAB_RETAIN_KB is set; a layout the cache cannot have, EINVAL, is
  * reported as "n/a" and the program exits 0); dpdk (rte_mempool_generic_get /
@@ -40,6 +42,9 @@
 
 #ifdef PEER_USLAB
 static const char *layout_arg = "auto";
+static bool pool_mode;
+
+static size_t reserve_objs;
 
 /* The cache of peer.h, created with a layout; false if the layout is impossible. */
 static bool init_layout(size_t size, const char *name)
@@ -47,6 +52,15 @@ static bool init_layout(size_t size, const char *name)
 	struct uslab_cache_args args = { 0 };
 	unsigned int l;
 
+	if (!strcmp(name, "pool")) {
+		/* The whole population reserved at creation, as rte_mempool_create(). */
+		pool_mode = true;
+		args.reserve = reserve_objs;
+		peer_cache = uslab_cache_create("drain", size, &args, USLAB_POOL);
+		if (!peer_cache)
+			abort();
+		return true;
+	}
 	for (l = 0; l < USLAB_LAYOUT_NR; l++)
 		if (!strcmp(name, uslab_layout_name(l)))
 			break;
@@ -63,6 +77,26 @@ static bool init_layout(size_t size, const char *name)
 	return false;
 }
 #endif
+
+static inline size_t drain_alloc(size_t size, size_t n, void **p)
+{
+#ifdef PEER_USLAB
+	if (pool_mode)
+		return uslab_pool_get_bulk(peer_cache, n, p) ? 0 : n;
+#endif
+	return peer_alloc_bulk(size, n, p);
+}
+
+static inline void drain_free(size_t size, size_t n, void **p)
+{
+#ifdef PEER_USLAB
+	if (pool_mode) {
+		uslab_pool_put_bulk(peer_cache, n, p);
+		return;
+	}
+#endif
+	peer_free_bulk(size, n, p);
+}
 
 static void shuffle(void **set, size_t n, uint64_t *seed)
 {
@@ -105,6 +139,7 @@ int main(int argc, char **argv)
 #ifdef PEER_USLAB
 	if (argc > 4)
 		layout_arg = argv[4];
+	reserve_objs = n;
 	/* Freed slabs kept resident (bench/run's "-resident" variants): the OS layer set aside. */
 	snprintf(variant, sizeof(variant), "uslab-%s%s", layout_arg,
 		 getenv("USLAB_PURGE_DELAY_MS") || getenv("USLAB_RETAIN_KB") ? "-resident" : "");
@@ -139,7 +174,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < n; i += CHUNK) {
 		size_t k = n - i < CHUNK ? n - i : CHUNK;
 
-		if (peer_alloc_bulk(size, k, set + i) != k)
+		if (drain_alloc(size, k, set + i) != k)
 			abort();
 		for (size_t j = 0; j < k; j++)
 			*(volatile size_t *)set[i + j] = i + j;
@@ -151,12 +186,12 @@ int main(int argc, char **argv)
 		shuffle(set, n, &seed);
 		t0 = tsc_now();
 		for (size_t i = 0; i < n; i += CHUNK)
-			peer_free_bulk(size, n - i < CHUNK ? n - i : CHUNK, set + i);
+			drain_free(size, n - i < CHUNK ? n - i : CHUNK, set + i);
 		t1 = tsc_now();
 		for (size_t i = 0; i < n; i += CHUNK) {
 			size_t k = n - i < CHUNK ? n - i : CHUNK;
 
-			if (peer_alloc_bulk(size, k, set + i) != k)
+			if (drain_alloc(size, k, set + i) != k)
 				abort();
 		}
 		t2 = tsc_now();
@@ -191,7 +226,7 @@ int main(int argc, char **argv)
 #endif
 	peer_report();
 	for (size_t i = 0; i < n; i += CHUNK)
-		peer_free_bulk(size, n - i < CHUNK ? n - i : CHUNK, set + i);
+		drain_free(size, n - i < CHUNK ? n - i : CHUNK, set + i);
 	free(set);
 	free(fr);
 	free(al);

@@ -65,6 +65,21 @@ extern "C" {
 /** USLAB_STORE_USER - U: caller backtrace, thread and time of each object's last alloc and free. */
 #define USLAB_STORE_USER 0x00010000u
 
+/*
+ * Pool mode (the rte_mempool_create() shape; doc/api.md, "Pools").
+ * USLAB_POOL - free objects stay pointers in the sheaves, the barn and the
+ *   cache's loose array, never back in a slab until uslab_cache_shrink() or
+ *   uslab_cache_destroy(); uslab_cache_args.reserve objects are allocated at
+ *   creation. The debug tier ignores it (each free goes to its slab, checked).
+ * USLAB_POOL_EXTERNAL - a pool without slabs: its objects are the caller's
+ *   memory, handed in by freeing them (uslab_pool_put_bulk(),
+ *   uslab_cache_free(), uslab_cache_free_bulk()); it implies USLAB_POOL.
+ *   Allocation from an exhausted one fails with ENOBUFS. uslab never writes
+ *   into its objects.
+ */
+#define USLAB_POOL 0x00100000u
+#define USLAB_POOL_EXTERNAL 0x00200000u
+
 /** USLAB_MAX_OBJECT_SIZE - the largest object a cache may hold (16 MiB). */
 #define USLAB_MAX_OBJECT_SIZE (16ul << 20)
 /** USLAB_MAX_ALIGN - the largest alignment a cache may ask for (one page). */
@@ -97,6 +112,11 @@ struct uslab_cache;
  *          uslab_layout; 0 (USLAB_LAYOUT_AUTO) chooses by the rules in
  *          doc/design.md ("Slab layouts"), or takes the USLAB_LAYOUT
  *          environment variable when it is set.
+ * @reserve: USLAB_POOL: objects allocated at creation and kept free, as
+ *          pointers, for the first allocations; USLAB_POOL_EXTERNAL: how
+ *          many objects the caller will hand in (room for that many
+ *          pointers is reserved, so none is ever dropped); 0: none.
+ *          Ignored without those flags.
  *
  * Zero-initialise the structure and set the fields you need: fields added
  * in later versions keep 0 as "default".
@@ -107,6 +127,7 @@ struct uslab_cache_args {
 	unsigned int sheaf_capacity;
 	unsigned int min_partial;
 	unsigned int layout;
+	size_t reserve;
 };
 
 /**
@@ -161,17 +182,21 @@ USLAB_API const char *uslab_layout_name(unsigned int layout);
  *         USLAB_RED_ZONE, USLAB_POISON, USLAB_STORE_USER (a debug cache
  *         has no sheaves; USLAB_POISON is ignored in caches with a
  *         constructor or USLAB_TYPESAFE_BY_RCU, whose free objects the
- *         allocator may not write).
+ *         allocator may not write), USLAB_POOL or USLAB_POOL_EXTERNAL
+ *         (not with a constructor, USLAB_TYPESAFE_BY_RCU or sheaf_capacity 1;
+ *         USLAB_POOL_EXTERNAL not with the debug tier).
  *
  * Context: any thread.
  * Return: the new cache; or NULL with errno set:
  *   EINVAL - @name NULL or too long, @size 0 or above USLAB_MAX_OBJECT_SIZE,
  *            @args->align not a power of two or above USLAB_MAX_ALIGN,
  *            unknown bits in @flags, @args->layout unknown or unable to
- *            serve this size, alignment and flags;
+ *            serve this size, alignment and flags, a pool flag with a
+ *            constructor, USLAB_TYPESAFE_BY_RCU or no sheaves;
  *   ENOSPC - USLAB_MAX_CACHES caches with sheaves already exist (less
  *            the kmalloc classes' ids, kept for them: 4016 of the program's);
- *   ENOMEM - no memory for the cache descriptor.
+ *   ENOMEM - no memory for the cache descriptor, or for a pool's
+ *            @args->reserve objects.
  */
 USLAB_API struct uslab_cache *uslab_cache_create(const char *name, size_t size,
 						 const struct uslab_cache_args *args,
@@ -298,6 +323,56 @@ USLAB_API size_t uslab_cache_alloc_bulk(struct uslab_cache *c, size_t n, void **
  * Context: any thread.
  */
 USLAB_API void uslab_cache_free_bulk(struct uslab_cache *c, size_t n, void **p);
+
+/**
+ * uslab_pool_get_bulk - allocate @n objects, rte_mempool_get_bulk()'s way.
+ * @c: the cache (a pool or not).
+ * @n: objects wanted.
+ * @p: an array of at least @n entries.
+ *
+ * uslab_cache_alloc_bulk() with DPDK's return convention. All or nothing:
+ * from this thread's sheaves, the barn, the loose array, then the slabs
+ * (none for a USLAB_POOL_EXTERNAL pool: objects other threads hold in their
+ * sheaves are not taken).
+ *
+ * Context: any thread.
+ * Return: 0 - p[0..n) filled (also for @n 0);
+ *         -ENOBUFS - a USLAB_POOL_EXTERNAL pool has fewer than @n objects
+ *                    within reach, nothing taken;
+ *         -ENOMEM - the OS refused memory, nothing taken;
+ *         -EINVAL - @p NULL.
+ */
+USLAB_API int uslab_pool_get_bulk(struct uslab_cache *c, size_t n, void **p);
+
+/**
+ * uslab_pool_put_bulk - free @n objects, rte_mempool_put_bulk()'s way.
+ * @c: the cache of every object (a pool or not).
+ * @n: entries in @p.
+ * @p: the objects, every entry one (no NULL); the array is not written.
+ *
+ * The objects go into this thread's sheaves, full sheaves to the barn; in
+ * a pool, what the barn cannot take goes to the loose array, otherwise to
+ * the slabs. The objects are not checked one by one (uslab_cache_free()
+ * checks each in the library): a foreign pointer given to a pool is handed
+ * out later. This is also how a USLAB_POOL_EXTERNAL pool is filled.
+ *
+ * Context: any thread.
+ */
+USLAB_API void uslab_pool_put_bulk(struct uslab_cache *c, size_t n, void *const *p);
+
+/**
+ * uslab_pool_avail - free objects a cache holds as pointers.
+ * @c: the cache.
+ *
+ * Every thread's sheaves, the barn and (pools) the loose array: for a
+ * pool, what uslab_pool_get_bulk() could hand out if every thread's
+ * sheaves were flushed; rte_mempool_ops_get_count()'s figure. Read without
+ * stopping other threads: exact only while they do not use @c.
+ *
+ * Context: any thread.
+ * Return: the count; 0 for NULL.
+ */
+USLAB_API size_t uslab_pool_avail(const struct uslab_cache *c);
 
 /**
  * uslab_cache_stats - take a snapshot of a cache's counters.

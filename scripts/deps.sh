@@ -4,7 +4,9 @@
 #
 #   test:  the compiler, CMake, pkg-config, clang-format, liburcu,
 #          python3 and sqlite3 (tests/preload runs them on libuslab-malloc.so),
-#          and valgrind (its client-request headers, and the memcheck test)
+#          valgrind (its client-request headers, and the memcheck test),
+#          and DPDK (libdpdk-dev: the mempool driver dpdk/ builds against;
+#          dpdk-dev: dpdk-testpmd, which tests/dpdk runs on the driver)
 #   bench: the above, plus the peer allocators and gnuplot, and the real
 #          programs bench/run-malloc runs under each malloc (redis, python3,
 #          sqlite3, gcc, GNU time)
@@ -12,9 +14,10 @@ set -eu
 what=${1:-test}
 
 pkgs="gcc g++ make cmake pkg-config clang-format liburcu-dev python3 sqlite3 valgrind"
+pkgs="$pkgs libdpdk-dev dpdk-dev"
 if [ "$what" = bench ]; then
 	pkgs="$pkgs libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev"
-	pkgs="$pkgs libdpdk-dev gnuplot-nox"
+	pkgs="$pkgs gnuplot-nox"
 	pkgs="$pkgs redis-server redis-tools python3 sqlite3 time"
 fi
 

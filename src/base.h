@@ -10,7 +10,7 @@
  *   cache.h      layer 3
  *   gp.h         layer 4
  *   perthread.h  layers 5 to 7 (sheaf, barn, pcs and thread)
- *   front.h      layers 8 to 14 (bulk, rcu, magazine, lifecycle, kmalloc,
+ *   front.h      layers 8 to 14 (bulk and pool, rcu, magazine, lifecycle, kmalloc,
  *                export, init)
  *
  * internal.h includes them all, for the white-box tests; no file of src/
@@ -40,6 +40,8 @@
  *      thread     thread.c    per-thread tables, cache ids, thread exit,
  *                             draining (pcs.c and thread.c are one layer)
  *   8  bulk       bulk.c      arrays of objects in and out
+ *      pool       pool.c      the same, DPDK's way: get/put, count (bulk.c
+ *                             and pool.c are one layer)
  *   9  rcu        rcu.c       kfree_rcu front end: blocks of pointers
  *  10  magazine   magazine.c  caller-owned caches and free batches
  *  11  lifecycle  lifecycle.c create, destroy, shrink, stats: orchestrates

@@ -77,6 +77,8 @@ static inline __attribute__((always_inline)) unsigned int copy_ptrs(void **dst, 
  */
 static bool all_of_cache(const struct uslab_cache *c, void *const *objs, size_t n, bool holes)
 {
+	if (c->flags & USLAB_POOL_EXTERNAL)
+		return true; /* (no slab to ask) */
 	for (size_t i = 0; i < n; i++) {
 		const struct slab *s = objs[i] ? os_slab_lookup(objs[i]) : NULL;
 
@@ -151,6 +153,7 @@ static size_t push_main(struct pcs *p, size_t n, void **objs)
 static bool alloc_from_slabs(struct uslab_cache *c, size_t n, void **objs)
 {
 	size_t got = 0;
+	int err;
 
 	while (got < n) {
 		unsigned int want = n - got > UINT32_MAX ? UINT32_MAX : (unsigned int)(n - got);
@@ -163,8 +166,9 @@ static bool alloc_from_slabs(struct uslab_cache *c, size_t n, void **objs)
 	USLAB_ASSERT(got <= n);
 	if (got == n)
 		return true;
+	err = errno; /* ENOMEM, or ENOBUFS: an external pool ran out (cache_refill) */
 	cache_free_objects(c, objs, got, usl_opt.lookahead);
-	errno = ENOMEM;
+	errno = err;
 	return false;
 }
 

@@ -116,7 +116,9 @@ static int cache_setup(struct uslab_cache *c, const char *name, size_t size, siz
 	size_t sz = ALIGN_UP(size, sizeof(void *));
 	size_t a = align > sizeof(void *) ? align : sizeof(void *);
 	bool bound = ctor || (flags & USLAB_TYPESAFE_BY_RCU);
-	unsigned int debug = slab_debug_flags(name, flags, bound);
+	/* An external pool has no slab to check (uslab_cache_create() refuses the flags). */
+	unsigned int debug =
+		(flags & USLAB_POOL_EXTERNAL) ? 0 : slab_debug_flags(name, flags, bound);
 	struct slab_geometry_req r;
 
 	if (flags & USLAB_HWCACHE_ALIGN) {
@@ -485,17 +487,10 @@ static void debug_free_objects(struct uslab_cache *c, void **p, size_t n)
 }
 
 /*
- * cache_free_objects - return objects to their slabs.
- * @c:         their cache, or NULL when each object names its own.
- * @p:         the objects; every entry is NULL on return, NULL entries
- *             are skipped.
- * @n:         entries in @p.
- * @lookahead: see build_detached_freelist().
- *
- * Context: objects owned by the caller, poisoned for ASan already.
- * Takes the node lock once per FREE_GROUPS detached freelists.
+ * node_free_objects - return objects to their slabs (cache_free_objects()
+ * without the pools' loose array: its arguments and context).
  */
-void cache_free_objects(struct uslab_cache *c, void **p, size_t n, unsigned int lookahead)
+static void node_free_objects(struct uslab_cache *c, void **p, size_t n, unsigned int lookahead)
 {
 	struct detached_freelist df[FREE_GROUPS];
 	struct slab *release = NULL;
@@ -527,7 +522,7 @@ void cache_free_objects(struct uslab_cache *c, void **p, size_t n, unsigned int 
 }
 
 /*
- * cache_refill - take up to @want free objects of @c into @dst.
+ * node_refill - take up to @want free objects of @c's slabs into @dst.
  *
  * Partial slabs first: under the node lock each slab's whole freelist is
  * detached in O(1) (split only if it holds more than is wanted) and its
@@ -538,7 +533,7 @@ void cache_free_objects(struct uslab_cache *c, void **p, size_t n, unsigned int 
  * Return: objects stored in @dst (poisoned for ASan); fewer than @want,
  * and errno ENOMEM, only when the OS refused memory.
  */
-unsigned int cache_refill(struct uslab_cache *c, void **dst, unsigned int want)
+static unsigned int node_refill(struct uslab_cache *c, void **dst, unsigned int want)
 {
 	struct {
 		struct slab *s;
@@ -648,6 +643,228 @@ unsigned int cache_refill(struct uslab_cache *c, void **dst, unsigned int want)
 	if (got < want)
 		errno = ENOMEM;
 	return got;
+}
+
+/* ------------------------------------------------------------ pools */
+
+/*
+ * A pool (USLAB_POOL) keeps its free objects as pointers: what its sheaves
+ * and barn cannot hold goes to the node's loose array instead of the slabs,
+ * and allocations take from it before the slabs. An external pool
+ * (USLAB_POOL_EXTERNAL) has no slabs at all: the loose array is where its
+ * objects live when no sheaf holds them, and an allocation it cannot serve
+ * fails with ENOBUFS. Only uslab_cache_shrink() and uslab_cache_destroy()
+ * (cache_pool_release) give a pool's objects back to its slabs.
+ *
+ * The array is mapped with os_mmap and grows by doubling, under the node
+ * lock (os_mmap takes no lock). An external pool's array is sized at
+ * creation for the objects the caller said it will hand in (reserve), so
+ * it never has to grow to keep one of them.
+ *
+ * Invariant: nr_loose <= loose_cap, loose NULL only with loose_cap 0.
+ */
+
+/* Room for @want pointers in @n's loose array. Node lock held (or the cache unpublished). */
+static bool loose_reserve(struct node *n, size_t want)
+{
+	size_t cap = n->loose_cap ? n->loose_cap : PAGE_SIZE / sizeof(void *);
+	void **a;
+
+	if (want <= n->loose_cap)
+		return true;
+	while (cap < want)
+		cap *= 2;
+	a = os_mmap(cap * sizeof(void *));
+	if (!a)
+		return false;
+	if (n->nr_loose)
+		memcpy(a, n->loose, n->nr_loose * sizeof(void *));
+	if (n->loose)
+		os_munmap(n->loose, n->loose_cap * sizeof(void *));
+	n->loose = a;
+	n->loose_cap = cap;
+	return true;
+}
+
+/*
+ * Keep @p[0..n) (NULL entries skipped, every entry NULL on return) in the
+ * loose array. What finds no room (the OS refused memory): a slab pool's
+ * goes to its slabs; an external pool's is dropped, with a line on stderr
+ * (it was handed in beyond the reserve declared at creation).
+ */
+static void loose_put(struct uslab_cache *c, void **p, size_t n)
+{
+	struct node *nd = &c->node;
+	size_t kept, i;
+
+	ulock_lock(&nd->lock);
+	USLAB_ASSERT(nd->nr_loose <= nd->loose_cap);
+	loose_reserve(nd, nd->nr_loose + n); /* (on failure, what room there is) */
+	for (i = 0; i < n; i++) {
+		if (!p[i])
+			continue;
+		if (nd->nr_loose == nd->loose_cap)
+			break;
+		nd->loose[nd->nr_loose++] = p[i];
+		p[i] = NULL;
+	}
+	kept = i;
+	ulock_unlock(&nd->lock);
+	if (kept == n)
+		return;
+	if (!(c->flags & USLAB_POOL_EXTERNAL)) {
+		node_free_objects(c, p + kept, n - kept, usl_opt.lookahead);
+		return;
+	}
+	usl_warn("pool %s: no memory to keep %zu more objects (beyond its reserve); dropped",
+		 c->name, n - kept);
+	memset(p + kept, 0, (n - kept) * sizeof(void *));
+}
+
+/* Take up to @want objects off the loose array into @dst. Return: how many. */
+static unsigned int loose_take(struct uslab_cache *c, void **dst, unsigned int want)
+{
+	struct node *nd = &c->node;
+	unsigned int k;
+
+	if (!READ_ONCE(nd->nr_loose))
+		return 0;
+	ulock_lock(&nd->lock);
+	k = nd->nr_loose < want ? (unsigned int)nd->nr_loose : want;
+	nd->nr_loose -= k;
+	memcpy(dst, nd->loose + nd->nr_loose, k * sizeof(void *));
+	ulock_unlock(&nd->lock);
+	return k;
+}
+
+/*
+ * cache_pool_setup - give a new pool its loose array and its reserve: a
+ * slab pool's @reserve objects are allocated from its slabs into the array;
+ * an external pool's array gets room for @reserve pointers.
+ * Return: 0, or -ENOMEM (what was allocated is given back).
+ */
+int cache_pool_setup(struct uslab_cache *c, size_t reserve)
+{
+	struct node *n = &c->node;
+	size_t got = 0;
+
+	USLAB_ASSERT(c->flags & USLAB_POOL);
+	if (!reserve)
+		return 0;
+	if (!loose_reserve(n, reserve))
+		return -ENOMEM;
+	if (c->flags & USLAB_POOL_EXTERNAL)
+		return 0;
+	while (got < reserve) {
+		unsigned int want =
+			reserve - got > UINT32_MAX ? UINT32_MAX : (unsigned int)(reserve - got);
+		unsigned int k = node_refill(c, n->loose + got, want);
+
+		got += k;
+		if (k < want) {
+			node_free_objects(c, n->loose, got, usl_opt.lookahead);
+			return -ENOMEM;
+		}
+	}
+	n->nr_loose = got; /* (the cache is not published yet: no lock needed) */
+	return 0;
+}
+
+/*
+ * cache_pool_release - give a slab pool's loose objects back to its slabs
+ * (shrink, destroy). An external pool keeps them: they have no slab, and
+ * cache_delete() forgets them with the array.
+ */
+void cache_pool_release(struct uslab_cache *c)
+{
+	struct node *n = &c->node;
+	size_t nr, cap;
+	void **objs;
+
+	if ((c->flags & (USLAB_POOL | USLAB_POOL_EXTERNAL)) != USLAB_POOL)
+		return;
+	ulock_lock(&n->lock);
+	objs = n->loose;
+	nr = n->nr_loose;
+	cap = n->loose_cap;
+	/* Out of the node, so the frees below run unlocked; the next free maps another. */
+	n->loose = NULL;
+	n->nr_loose = n->loose_cap = 0;
+	ulock_unlock(&n->lock);
+	if (nr)
+		node_free_objects(c, objs, nr, usl_opt.lookahead);
+	if (objs)
+		os_munmap(objs, cap * sizeof(void *));
+}
+
+/* Objects in @c's loose array (0 for a cache that is not a pool). */
+size_t cache_pool_count(struct uslab_cache *c)
+{
+	size_t n;
+
+	if (!(c->flags & USLAB_POOL))
+		return 0;
+	ulock_lock(&c->node.lock);
+	n = c->node.nr_loose;
+	ulock_unlock(&c->node.lock);
+	return n;
+}
+
+/* Copy the loose objects into @dst (at most @max; validate). Return: how many there are. */
+size_t cache_pool_gather(struct uslab_cache *c, void **dst, size_t max)
+{
+	size_t n;
+
+	if (!(c->flags & USLAB_POOL))
+		return 0;
+	ulock_lock(&c->node.lock);
+	n = c->node.nr_loose;
+	if (dst)
+		memcpy(dst, c->node.loose, (n < max ? n : max) * sizeof(void *));
+	ulock_unlock(&c->node.lock);
+	return n;
+}
+
+/*
+ * cache_free_objects - return objects to their slabs; a pool's to its
+ * loose array (above).
+ * @c:         their cache, or NULL when each object names its own.
+ * @p:         the objects; every entry is NULL on return, NULL entries
+ *             are skipped.
+ * @n:         entries in @p.
+ * @lookahead: see build_detached_freelist().
+ *
+ * Context: objects owned by the caller, poisoned for ASan already.
+ * Takes the node lock once per FREE_GROUPS detached freelists.
+ */
+void cache_free_objects(struct uslab_cache *c, void **p, size_t n, unsigned int lookahead)
+{
+	if (c && (c->flags & USLAB_POOL))
+		loose_put(c, p, n);
+	else
+		node_free_objects(c, p, n, lookahead);
+}
+
+/*
+ * cache_refill - take up to @want free objects of @c into @dst: a pool's
+ * from its loose array first, then (not an external pool) from its slabs
+ * (node_refill).
+ * Return: objects stored in @dst (poisoned for ASan); fewer than @want only
+ * with errno ENOMEM (the OS refused memory) or ENOBUFS (an external pool
+ * has no more).
+ */
+unsigned int cache_refill(struct uslab_cache *c, void **dst, unsigned int want)
+{
+	unsigned int got = 0;
+
+	if (c->flags & USLAB_POOL) {
+		got = loose_take(c, dst, want);
+		if (got < want && (c->flags & USLAB_POOL_EXTERNAL)) {
+			errno = ENOBUFS;
+			return got;
+		}
+	}
+	return got + node_refill(c, dst + got, want - got);
 }
 
 /* One object without sheaves: uslab's metadata and sheaf-less caches. */
@@ -963,6 +1180,11 @@ void cache_delete(struct uslab_cache *c)
 
 	USLAB_ASSERT(!c->node.nr_slabs && !c->nr_deferred);
 	USLAB_ASSERT(cache_is_descriptor(c));
+	if (c->node.loose) {
+		os_munmap(c->node.loose, c->node.loose_cap * sizeof(void *));
+		c->node.loose = NULL;
+		c->node.loose_cap = c->node.nr_loose = 0;
+	}
 	c->hot.pcs_off = 0; /* a stale handle's inline paths miss, and reach the check */
 	__atomic_store_n(&c->magic, CACHE_MAGIC_DEAD, __ATOMIC_RELEASE);
 	ulock_lock(&caches_lock);

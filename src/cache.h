@@ -21,6 +21,10 @@ struct node {
 	unsigned long nr_objects; /* objects those slabs hold */
 	unsigned long nr_free;	  /* free objects in slabs (lists and bump) */
 	uint64_t single_bytes;	  /* one-object slabs: their objects' usable bytes */
+	/* Pools (USLAB_POOL): free objects kept as pointers, before the slabs. */
+	void **loose;	  /* os_mmap'd array of loose_cap pointers, or NULL */
+	size_t nr_loose;  /* objects in it */
+	size_t loose_cap; /* its room */
 	/* Events counted under the lock, and those of threads that exited. */
 	uint64_t ev[USLAB_STAT_NR_ITEMS];
 };
@@ -52,7 +56,11 @@ struct barn {
 #define DEBUG_FLAGS (USLAB_CONSISTENCY_CHECKS | USLAB_RED_ZONE | USLAB_POISON | USLAB_STORE_USER)
 /* struct uslab_cache.debug: running on valgrind, objects told to memcheck (no public flag). */
 #define DEBUG_VALGRIND 0x1u
-#define CACHE_PUBLIC_FLAGS (USLAB_HWCACHE_ALIGN | USLAB_TYPESAFE_BY_RCU | DEBUG_FLAGS)
+#define CACHE_PUBLIC_FLAGS                                                        \
+	(USLAB_HWCACHE_ALIGN | USLAB_TYPESAFE_BY_RCU | DEBUG_FLAGS | USLAB_POOL | \
+	 USLAB_POOL_EXTERNAL)
+/* Sheaf capacity a pool gets when it asks for none: pointers are all it holds. */
+#define POOL_SHEAF_CAPACITY 254
 
 /* struct uslab_cache.magic: a live cache, and one destroyed (cache_delete). */
 #define CACHE_MAGIC_LIVE 0x424c5355u /* "USLB" */
@@ -138,6 +146,10 @@ INTERNAL void cache_fork_prepare(void);
 INTERNAL void cache_fork_parent(void);
 INTERNAL void cache_fork_child(void);
 INTERNAL void cache_shrink_node(struct uslab_cache *c);
+INTERNAL int cache_pool_setup(struct uslab_cache *c, size_t reserve);
+INTERNAL void cache_pool_release(struct uslab_cache *c);
+INTERNAL size_t cache_pool_count(struct uslab_cache *c);
+INTERNAL size_t cache_pool_gather(struct uslab_cache *c, void **dst, size_t max);
 INTERNAL unsigned long cache_release_slabs_now(struct slab *s);
 INTERNAL struct uslab_cache *cache_new(const char *name, size_t size, size_t align,
 				       void (*ctor)(void *), unsigned int flags,
@@ -165,12 +177,13 @@ INTERNAL void cache_slab_resize_single(struct slab *s, uint64_t bytes);
 
 /*
  * A free object is poisoned, except in TYPESAFE_BY_RCU caches (RCU readers
- * may read it) and in debug caches (the debug tier checks them itself).
+ * may read it), in debug caches (the debug tier checks them itself) and in
+ * external pools (the caller's memory: poison left behind would outlive it).
  */
-#define obj_poison(c, obj)                                                \
-	do {                                                              \
-		if (!((c)->flags & USLAB_TYPESAFE_BY_RCU) && !(c)->debug) \
-			asan_poison((obj), (c)->size);                    \
+#define obj_poison(c, obj)                                                                        \
+	do {                                                                                      \
+		if (!((c)->flags & (USLAB_TYPESAFE_BY_RCU | USLAB_POOL_EXTERNAL)) && !(c)->debug) \
+			asan_poison((obj), (c)->size);                                            \
 	} while (0)
 
 /*

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * front.h - layers 8 to 14, the front ends and what wires them: bulk
- * calls (bulk.c), kfree_rcu (rcu.c), magazines (magazine.c), lifecycle.c,
+ * calls (bulk.c, pool.c), kfree_rcu (rcu.c), magazines (magazine.c), lifecycle.c,
  * kmalloc.c, export.c, init.c.
  */
 #ifndef USLAB_FRONT_H

@@ -19,6 +19,14 @@
 
 #include "front.h"
 
+/* A pool asking for no capacity (and none set by USLAB_SHEAF_CAPACITY) gets POOL_SHEAF_CAPACITY. */
+static unsigned int pool_sheaf_capacity(const struct uslab_cache *c, unsigned int requested)
+{
+	if (requested || !(c->flags & USLAB_POOL) || usl_opt.sheaf_capacity)
+		return requested;
+	return POOL_SHEAF_CAPACITY;
+}
+
 /*
  * lifecycle_create - uslab_cache_create() after its checks, with internal
  * @flags allowed (kmalloc.c creates its classes with CACHE_KMALLOC).
@@ -35,14 +43,32 @@ struct uslab_cache *lifecycle_create(const char *name, size_t size,
 	 */
 	if (failslab_selects(name, flags))
 		flags |= CACHE_FAILSLAB;
+	if (flags & USLAB_POOL_EXTERNAL)
+		flags |= USLAB_POOL;
 	c = cache_new(name, size, args->align, args->ctor, flags, args->min_partial, args->layout);
 	if (!c)
 		return NULL;
-	barn_init(&c->barn, usl_opt.barn_max_full, usl_opt.barn_max_empty);
+	if (c->debug && (c->flags & USLAB_POOL)) {
+		/* The debug tier checks every free at its slab: no pool (uslab.h). */
+		USLAB_ASSERT(!(c->flags & USLAB_POOL_EXTERNAL));
+		c->flags &= ~USLAB_POOL;
+	}
+	if (c->flags & USLAB_POOL) /* a pool keeps every full sheaf */
+		barn_init(&c->barn, UINT_MAX, UINT_MAX);
+	else
+		barn_init(&c->barn, usl_opt.barn_max_full, usl_opt.barn_max_empty);
 	cap = (flags & CACHE_FAILSLAB) || c->debug ?
 		      0 :
-		      sheaf_capacity_for(c->size, args->sheaf_capacity);
+		      sheaf_capacity_for(c->size, pool_sheaf_capacity(c, args->sheaf_capacity));
+	if ((c->flags & USLAB_POOL) && cache_pool_setup(c, args->reserve)) {
+		cache_release_all(c);
+		cache_delete(c);
+		errno = ENOMEM;
+		return NULL;
+	}
 	if (cap && thread_id_attach(c, cap)) {
+		cache_pool_release(c);
+		cache_release_all(c);
 		cache_delete(c);
 		errno = ENOSPC;
 		return NULL;
@@ -53,6 +79,20 @@ struct uslab_cache *lifecycle_create(const char *name, size_t size,
 	if (flags & USLAB_TYPESAFE_BY_RCU)
 		gp_prestart(); /* its slabs will need it; on failure gp_kick() retries */
 	return c;
+}
+
+/*
+ * A pool keeps pointers to free objects: not with a constructor or
+ * TYPESAFE_BY_RCU (their free objects belong to their slabs' life), nor
+ * without sheaves; an external one has no slab for the debug tier to check.
+ */
+static bool pool_args_ok(const struct uslab_cache_args *args, unsigned int flags)
+{
+	if (!(flags & (USLAB_POOL | USLAB_POOL_EXTERNAL)))
+		return true;
+	if (args->ctor || (flags & USLAB_TYPESAFE_BY_RCU) || args->sheaf_capacity == 1)
+		return false;
+	return !((flags & USLAB_POOL_EXTERNAL) && (flags & DEBUG_FLAGS));
 }
 
 struct uslab_cache *uslab_cache_create(const char *name, size_t size,
@@ -66,7 +106,7 @@ struct uslab_cache *uslab_cache_create(const char *name, size_t size,
 		args = &defaults;
 	if (!name || strlen(name) > USLAB_NAME_MAX || !size || size > USLAB_MAX_OBJECT_SIZE ||
 	    (flags & ~CACHE_PUBLIC_FLAGS) || (args->align & (args->align - 1)) ||
-	    args->align > USLAB_MAX_ALIGN) {
+	    args->align > USLAB_MAX_ALIGN || !pool_args_ok(args, flags)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -89,6 +129,7 @@ int uslab_cache_destroy(struct uslab_cache *c)
 		thread_drain_cache(c);
 		barn_drain(c);
 	}
+	cache_pool_release(c); /* a slab pool's free objects back to its slabs */
 	live = cache_release_all(c);
 	if (live) {
 		ulock_unlock(&caches_lock);
@@ -124,6 +165,7 @@ int uslab_cache_shrink(struct uslab_cache *c)
 		pcs_flush_self(c);
 		barn_drain(c);
 	}
+	cache_pool_release(c);
 	cache_shrink_node(c);
 	os_purge();
 	gp_kick();
@@ -157,6 +199,8 @@ long uslab_cache_validate(struct uslab_cache *c)
 		n = pcs_gather_self(c, held, cap);
 		n += barn_gather(&c->barn, held ? held + (n < cap ? n : cap) : NULL,
 				 n < cap ? cap - n : 0);
+		n += cache_pool_gather(c, held ? held + (n < cap ? n : cap) : NULL,
+				       n < cap ? cap - n : 0);
 		if (n <= cap)
 			break;
 		if (held)
@@ -174,7 +218,7 @@ long uslab_cache_validate(struct uslab_cache *c)
 	for (size_t i = 0; i < n; i++) {
 		const char *what;
 
-		if (!slab_check_object(c, held[i], &what)) {
+		if (!(c->flags & USLAB_POOL_EXTERNAL) && !slab_check_object(c, held[i], &what)) {
 			usl_warn("validate %s: a sheaf holds %s: %p", c->name, what, held[i]);
 			errors++;
 		} else if (i && held[i] == held[i - 1]) {

@@ -52,9 +52,11 @@ int pcs_bootstrap(void)
 	return 0;
 }
 
-/* Every object of @objs[0..n) is in a slab of @c (check level 2). */
+/* Every object of @objs[0..n) is in a slab of @c (check level 2; an external pool has none). */
 static bool objs_of_cache(const struct uslab_cache *c, void *const *objs, size_t n)
 {
+	if (c->flags & USLAB_POOL_EXTERNAL)
+		return true;
 	for (size_t i = 0; i < n; i++) {
 		const struct slab *s = os_slab_lookup(objs[i]);
 
@@ -361,12 +363,22 @@ void uslab_priv_free_slow(struct uslab_cache *c, void *obj)
 		return;
 	}
 	cache_check_live(c, "free");
+	p = pcs_of(c);
+	if ((c->flags & USLAB_POOL_EXTERNAL) && p->hot.top != p->hot.limit) {
+		/* In no slab, so uslab_cache_free() sent it here: the push, unchecked. */
+		pcs_push(c, obj);
+		return;
+	}
 	obj_poison(c, obj);
 	if (!c->sheaf_capacity || !(p = pcs_self(c))) {
 		cache_free_objects(c, &obj, 1, 0); /* (checks it on the way to its slab) */
 	} else {
-		/* Into a sheaf: checked here, at the call (in a live slab of this cache, on a boundary). */
-		slab_of_object(c, obj);
+		/*
+		 * Into a sheaf: checked here, at the call (in a live slab of
+		 * this cache, on a boundary); an external pool has no slab.
+		 */
+		if (!(c->flags & USLAB_POOL_EXTERNAL))
+			slab_of_object(c, obj);
 		thread_lock_self();
 		check_top(c, p, obj); /* (main is full: its top is the last freed) */
 		pcs_stat(p, USLAB_STAT_FREE_SLOWPATH, 1);
@@ -560,7 +572,8 @@ void uslab_cache_free(struct uslab_cache *c, void *obj)
 	pcs_push(c, obj);
 	return;
 slow:
-	uslab_priv_free_slow(c, obj); /* reports what is not an object of @c */
+	/* Reports what is not an object of @c (an external pool's objects are in no slab). */
+	uslab_priv_free_slow(c, obj);
 }
 
 void *uslab_cache_zalloc(struct uslab_cache *c)

@@ -48,7 +48,8 @@ def setup(h):
 
 
 def names(p):
-    return [f"uslab-{lay}-resident" for lay in LAYOUTS] + [f"uslab-{lay}" for lay in p.asis] + ["dpdk", "mimalloc"]
+    return ([f"uslab-{lay}-resident" for lay in LAYOUTS] + [f"uslab-{lay}" for lay in p.asis] + ["uslab-pool"]
+            + ["dpdk", "mimalloc"])
 
 
 def ly_run(h, rep, cmd, resident=False, env=None):
@@ -68,6 +69,8 @@ def run(h, p):
                 ly_run(h, r, [h.exe("drain-uslab"), s, p.dr_n, DR_ROUNDS, lay], resident=True)
             for lay in p.asis:
                 ly_run(h, r, [h.exe("drain-uslab"), s, p.dr_n, DR_ROUNDS, lay])
+            # Pool mode (USLAB_POOL, a reserve of N): DPDK's shape, issue 23.
+            ly_run(h, r, [h.exe("drain-uslab"), s, p.dr_n, DR_ROUNDS, "pool"])
             for peer in ("dpdk", "mimalloc"):
                 ly_run(h, r, [h.exe(f"drain-{peer}"), s, p.dr_n, DR_ROUNDS])
     h.log("layout: the seed's OBJFREELIST table (alloc then free, N = 32..4096), per layout")
@@ -96,7 +99,9 @@ def report(h, p, r):
       f"shows what it chose); -resident: `{RESIDENT_TEXT}`, so slabs the drain",
       "empties keep their pages (the layouts compared without madvise and page faults);",
       "without the suffix, the OS layer's defaults (freed slabs purged after",
-      "250 ms or beyond 64 MiB). DPDK: rte_mempool_generic_get/put with a 512-object cache, a",
+      "250 ms or beyond 64 MiB). uslab-pool: a USLAB_POOL cache with a reserve of N, through",
+      "uslab_pool_get_bulk / uslab_pool_put_bulk (free objects stay pointers, no slab touched).",
+      "DPDK: rte_mempool_generic_get/put with a 512-object cache, a",
       "pool of N + 4096; mimalloc: mi_malloc / mi_free one by one (no bulk API).")
     for s in DR_SIZES:
         r("", f"{s}-byte objects:", "")
@@ -223,6 +228,10 @@ for _v in ("uslab-auto", "uslab-auto-resident"):
         Goal(f"scattered full drain, 256 B, {_v} <= 3x DPDK", _drain(_v, "dpdk"), "<=", 3),
     ]
 GOALS += [
+    Goal("scattered full drain, 256 B, pool mode (uslab-pool) <= 1.2x DPDK (issue 23)",
+         _drain("uslab-pool", "dpdk"), "<=", 1.2),
+    Goal("scattered full drain, 256 B, default mode (uslab-auto) <= 0.5x mimalloc (issue 23)",
+         _drain("uslab-auto", "mimalloc"), "<=", 0.5),
     Goal(lambda h, p: "seed table: auto's free <= freeptr's at every N where it is another layout "
          f"(N = {' '.join(map(str, _other_n(h)))}; worst N = {_worst_seed(h, 'free_cycles')[1]})",
          _seed("free_cycles"), "<=", 1),
