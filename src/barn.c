@@ -246,7 +246,12 @@ static inline void trade_locked(struct barn *b, struct sheaf **out)
 		judge_locked(b, barn_now_ns(), out);
 }
 
-/* Flush and free the sheaves a resize took out of the barn. No lock held. */
+/*
+ * Flush and free the sheaves a resize took out of the barn. No barn lock
+ * held. The decay monitor calls it under caches_lock (cache_for_each), so
+ * destroy never finds objects in transit here; a concurrent shrink or
+ * statistics may (they arrive in their slabs when this returns).
+ */
 static void release(struct barn *b, struct sheaf *out)
 {
 	struct sheaf *next;
