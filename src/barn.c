@@ -327,12 +327,17 @@ static void *monitor_main(void *arg)
 	}
 }
 
-/* The child of fork has no monitor: the next slow path starts one if a cache is grown. */
+/*
+ * The child of fork has no monitor, and starts none for the caches it
+ * inherited grown (a child that only calls exec or _exit should not get a
+ * thread; TSan refuses threads after a multi-threaded fork): those decay at
+ * their next trade, a thread's exit or shrink; a cache that grows in the
+ * child starts one.
+ */
 static void monitor_fork_child(void)
 {
 	pthread_mutex_init(&M.lock, NULL);
-	if (M.running)
-		__atomic_store_n(&barn_monitor_need, true, __ATOMIC_RELAXED);
+	__atomic_store_n(&barn_monitor_need, false, __ATOMIC_RELAXED);
 	M.running = false;
 	M.retry_ns = 0;
 }
