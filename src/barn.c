@@ -19,23 +19,68 @@
  * read without the lock, to skip a trip to an empty barn: they are written
  * with WRITE_ONCE.
  *
+ * The adaptive capacity. The barn also decides the capacity of the sheaves
+ * its cache hands out (sheaf_alloc() reads b->capacity), from cap_min (the
+ * cache's base, c->sheaf_capacity) up to cap_max (sheaf_capacity_max();
+ * equal when pinned: no adaptation), as tcmalloc sizes its per-CPU caches
+ * by their misses. Each trade (a full sheaf for an empty one, or back) is
+ * counted under the lock, which the trade holds anyway; every ADAPT_TRADES
+ * trades the clock is read (CLOCK_MONOTONIC, once per 32 sheaves moved):
+ *
+ *   - 32 trades within 32 / USLAB_SHEAF_GROW_RATE seconds, 1 ms at the
+ *     default rate of 32000 a second: the capacity doubles (the next
+ *     class, up to cap_max). A steady flow thus settles where it trades
+ *     about USLAB_SHEAF_GROW_RATE times a second or less;
+ *   - the window lasted USLAB_SHEAF_DECAY_MS (100 ms) or more: it halves,
+ *     once per USLAB_SHEAF_DECAY_MS elapsed, down to cap_min.
+ *
+ * Traffic that stops makes no trade, so barn_decay() applies the second
+ * rule from the decay monitor: a thread started when a cache first grows
+ * (from pcs_self(), the entry of every slow path, holding no lock), which
+ * every USLAB_SHEAF_DECAY_MS calls barn_decay() on each grown cache and
+ * exits once none is grown. A grown capacity is thus back at its base
+ * within about (halvings + 1) * USLAB_SHEAF_DECAY_MS of the last trade:
+ * 1022 -> 126 is three halvings, 300-400 ms by default. barn_decay() also
+ * runs when a thread drains its sheaves (exit), and barn_drain()
+ * (uslab_cache_shrink(), destroy) drops the capacity to cap_min at once.
+ * When the capacity changes, the empty sheaves in the barn (all of the old
+ * capacity) are freed; when it shrinks, full sheaves beyond max_full * capacity objects
+ * are flushed to slabs (a pool cache, USLAB_POOL, flushes none); sheaves
+ * of the old capacity that threads hold stay in use until they come back:
+ * full ones are kept as any full sheaf, empty ones are refused (freed by
+ * the caller) -- a thread trading thus replaces its sheaves of a stale
+ * capacity. A bare barn (capacity 0: unit tests) takes sheaves of any
+ * capacity and never adapts.
+ *
  * Invariants (barn_check): nr_full <= max_full, nr_empty <= max_empty, and
- * each count is the length of its stack (that one at check level 2).
+ * each count is the length of its stack (that one at check level 2);
+ * cap_min <= capacity <= cap_max; every empty sheaf is of the current
+ * capacity (check level 2).
  */
+#include <signal.h>
+#include <stddef.h>
+#include <time.h>
+
 #include "perthread.h"
+
+/* Trades between two readings of the clock (the adaptive capacity). */
+#define ADAPT_TRADES 32u
 
 /* The invariants of the file comment. Lock held. */
 static void barn_check(struct barn *b)
 {
 	USLAB_ASSERT_HELD(&b->lock);
 	USLAB_ASSERT(b->nr_full <= b->max_full && b->nr_empty <= b->max_empty);
+	USLAB_ASSERT(!b->capacity || (b->cap_min <= b->capacity && b->capacity <= b->cap_max));
 #if USLAB_EXPENSIVE
 	unsigned int nf = 0, ne = 0;
 
 	for (struct sheaf *s = b->full; s; s = s->next)
 		nf++;
-	for (struct sheaf *s = b->empty; s; s = s->next)
+	for (struct sheaf *s = b->empty; s; s = s->next) {
+		USLAB_ASSERT_EXPENSIVE(!b->capacity || s->capacity == b->capacity);
 		ne++;
+	}
 	USLAB_ASSERT_EXPENSIVE(nf == b->nr_full && ne == b->nr_empty);
 #endif
 }
@@ -61,6 +106,315 @@ void barn_init(struct barn *b, unsigned int max_full, unsigned int max_empty)
 	b->nr_full = b->nr_empty = 0;
 	b->max_full = max_full;
 	b->max_empty = max_empty;
+	b->capacity = b->cap_min = b->cap_max = 0;
+	b->trades = 0;
+	b->window = 0;
+	b->grows = b->shrinks = 0;
+}
+
+static struct sheaf *pop_locked(struct barn *b, struct sheaf **stack, unsigned int *nr);
+
+bool barn_monitor_need; /* a cache grew: the decay monitor should run */
+
+/* ------------------------------------------------- adaptive capacity */
+
+uint64_t barn_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The cache embedding @b (only for barns that adapt: those are in caches). */
+static struct uslab_cache *barn_cache(struct barn *b)
+{
+	return (struct uslab_cache *)(void *)((char *)b - offsetof(struct uslab_cache, barn));
+}
+
+static bool adaptive(const struct barn *b)
+{
+	return b->cap_max > b->cap_min;
+}
+
+/* Whether the barn keeps @s as an empty sheaf: of the current capacity. */
+static bool current(const struct barn *b, const struct sheaf *s)
+{
+	return !b->capacity || s->capacity == b->capacity;
+}
+
+/*
+ * barn_adapt_init - the adaptive capacity of @c, just given its base
+ * capacity c->sheaf_capacity (lifecycle_create); @requested:
+ * uslab_cache_args.sheaf_capacity (non-zero pins the capacity).
+ */
+void barn_adapt_init(struct uslab_cache *c, unsigned int requested)
+{
+	struct barn *b = &c->barn;
+
+	ulock_lock(&b->lock);
+	b->cap_min = c->sheaf_capacity;
+	b->cap_max = sheaf_capacity_max(c->size, requested, c->sheaf_capacity);
+	WRITE_ONCE(b->capacity, b->cap_min);
+	b->trades = 0;
+	b->window = barn_now_ns();
+	ulock_unlock(&b->lock);
+}
+
+/* Whether @b's full sheaves stay pointers whatever their number (pool mode). */
+static bool keeps_all(struct barn *b)
+{
+#ifdef USLAB_POOL
+	if (barn_cache(b)->flags & USLAB_POOL)
+		return true;
+#endif
+	return b->max_full >= 100000; /* USLAB_BARN_MAX_FULL's maximum: unbounded */
+}
+
+/*
+ * Set the capacity to @cap. Under the lock. The empty sheaves, of the old
+ * capacity, go to @out to be freed; shrinking, so do the full sheaves past
+ * max_full * @cap objects (to be flushed first). Stack order is kept.
+ */
+static void resize_locked(struct barn *b, unsigned int cap, struct sheaf **out)
+{
+	struct sheaf *s;
+
+	USLAB_ASSERT_HELD(&b->lock);
+	USLAB_ASSERT(b->cap_min <= cap && cap <= b->cap_max);
+	if (cap == b->capacity)
+		return;
+	for (unsigned int c = b->capacity; c != cap; c = sheaf_class_step(c, cap > c)) {
+		if (cap > c)
+			b->grows++;
+		else
+			b->shrinks++;
+	}
+	if (b->capacity == b->cap_min)
+		__atomic_store_n(&barn_monitor_need, true, __ATOMIC_RELAXED); /* grown: decay it */
+	while ((s = pop_locked(b, &b->empty, &b->nr_empty))) {
+		s->next = *out;
+		*out = s;
+	}
+	if (cap < b->capacity && !keeps_all(b)) {
+		uint64_t budget = (uint64_t)b->max_full * cap, kept = 0;
+		struct sheaf **link = &b->full;
+
+		while ((s = *link)) {
+			if (kept + s->size <= budget) {
+				kept += s->size;
+				link = &s->next;
+				continue;
+			}
+			*link = s->next;
+			WRITE_ONCE(b->nr_full, b->nr_full - 1);
+			s->next = *out;
+			*out = s;
+		}
+	}
+	WRITE_ONCE(b->capacity, cap);
+}
+
+/*
+ * Judge the trade rate since the window opened, at @now (the file
+ * comment): double, or halve once per USLAB_SHEAF_DECAY_MS, then open a new
+ * window. Under the lock.
+ */
+static void judge_locked(struct barn *b, uint64_t now, struct sheaf **out)
+{
+	uint64_t dt = now > b->window ? now - b->window : 0;
+	uint64_t grow_ns = (uint64_t)ADAPT_TRADES * 1000000000u / usl_opt.sheaf_grow_rate;
+	uint64_t decay_ns = (uint64_t)usl_opt.sheaf_decay_ms * 1000000u;
+	unsigned int cap = b->capacity;
+
+	if (b->trades >= ADAPT_TRADES && dt <= grow_ns) {
+		if (cap < b->cap_max)
+			cap = sheaf_class_step(cap, true);
+	} else if (dt >= decay_ns) {
+		for (uint64_t steps = dt / decay_ns; steps-- && cap > b->cap_min;)
+			cap = sheaf_class_step(cap, false);
+	}
+	b->trades = 0;
+	b->window = now;
+	resize_locked(b, cap, out);
+}
+
+/* Count a trade. Under the lock. */
+static inline void trade_locked(struct barn *b, struct sheaf **out)
+{
+	if (adaptive(b) && ++b->trades >= ADAPT_TRADES)
+		judge_locked(b, barn_now_ns(), out);
+}
+
+/*
+ * Flush and free the sheaves a resize took out of the barn. No barn lock
+ * held. The decay monitor calls it under caches_lock (cache_for_each), so
+ * destroy never finds objects in transit here; a concurrent shrink or
+ * statistics may (they arrive in their slabs when this returns).
+ */
+static void release(struct barn *b, struct sheaf *out)
+{
+	struct sheaf *next;
+
+	for (; out; out = next) {
+		next = out->next;
+		if (out->size)
+			sheaf_flush(barn_cache(b), out);
+		sheaf_free(barn_cache(b), out);
+	}
+}
+
+/*
+ * barn_decay - the traffic of @c may have stopped: halve its capacity once
+ * per USLAB_SHEAF_DECAY_MS since the last judgement (@now_ns from
+ * barn_now_ns()). Any context where the barn lock may be taken.
+ */
+void barn_decay(struct uslab_cache *c, uint64_t now_ns)
+{
+	struct barn *b = &c->barn;
+	struct sheaf *out = NULL;
+
+	if (!adaptive(b) || READ_ONCE(b->capacity) == b->cap_min)
+		return;
+	barn_lock(b);
+	if (now_ns > b->window && now_ns - b->window >= (uint64_t)usl_opt.sheaf_decay_ms * 1000000u)
+		judge_locked(b, now_ns, &out);
+	barn_unlock(b);
+	release(b, out);
+}
+
+/* ------------------------------------------------------ decay monitor */
+
+static struct {
+	pthread_mutex_t lock; /* running, retry_ns; a leaf: no uslab lock taken under it */
+	bool running;	      /* also read without the lock (barn_kick) */
+	uint64_t retry_ns;    /* a start that failed is retried after */
+	pthread_once_t atfork;
+} M = { .lock = PTHREAD_MUTEX_INITIALIZER, .atfork = PTHREAD_ONCE_INIT };
+
+/* One cache of the monitor's pass (under caches_lock): decay it; count it if still grown. */
+static void decay_one(struct uslab_cache *c, void *arg)
+{
+	struct barn *b = &c->barn;
+
+	if (!adaptive(b) || READ_ONCE(b->capacity) == b->cap_min)
+		return;
+	barn_decay(c, barn_now_ns());
+	if (READ_ONCE(b->capacity) != b->cap_min)
+		(*(unsigned long *)arg)++;
+}
+
+static void *monitor_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		unsigned int ms = usl_opt.sheaf_decay_ms;
+		struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000 };
+		unsigned long grown = 0;
+
+		nanosleep(&ts, NULL);
+		cache_for_each(decay_one, &grown);
+		gp_kick(); /* a flush may have deferred slabs (TYPESAFE_BY_RCU) */
+		if (grown)
+			continue;
+		pthread_mutex_lock(&M.lock);
+		if (!__atomic_exchange_n(&barn_monitor_need, false, __ATOMIC_RELAXED)) {
+			__atomic_store_n(&M.running, false, __ATOMIC_RELEASE);
+			pthread_mutex_unlock(&M.lock);
+			return NULL;
+		}
+		pthread_mutex_unlock(&M.lock); /* a cache grew meanwhile */
+	}
+}
+
+/*
+ * The child of fork has no monitor, and starts none for the caches it
+ * inherited grown (a child that only calls exec or _exit should not get a
+ * thread; TSan refuses threads after a multi-threaded fork): those decay at
+ * their next trade, a thread's exit or shrink; a cache that grows in the
+ * child starts one.
+ */
+static void monitor_fork_child(void)
+{
+	pthread_mutex_init(&M.lock, NULL);
+	__atomic_store_n(&barn_monitor_need, false, __ATOMIC_RELAXED);
+	M.running = false;
+	M.retry_ns = 0;
+}
+
+static void monitor_atfork(void)
+{
+	pthread_atfork(NULL, NULL, monitor_fork_child);
+}
+
+/*
+ * barn_monitor_start - start the decay monitor (barn_kick() saw a cache grow
+ * without one). Context: no uslab lock held (thread creation may allocate,
+ * through uslab when it is the malloc: need is cleared first, so such a
+ * nested slow path does not come back here).
+ */
+void barn_monitor_start(void)
+{
+	uint64_t now = barn_now_ns();
+	pthread_attr_t attr;
+	sigset_t all, old;
+	pthread_t tid;
+	int err;
+
+	pthread_mutex_lock(&M.lock);
+	if (M.running || now < M.retry_ns ||
+	    !__atomic_exchange_n(&barn_monitor_need, false, __ATOMIC_RELAXED)) {
+		pthread_mutex_unlock(&M.lock);
+		return;
+	}
+	__atomic_store_n(&M.running, true, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&M.lock);
+	pthread_once(&M.atfork, monitor_atfork);
+
+	/* The monitor takes no signal meant for the program. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	err = pthread_create(&tid, &attr, monitor_main, NULL);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		pthread_mutex_lock(&M.lock);
+		__atomic_store_n(&M.running, false, __ATOMIC_RELAXED);
+		__atomic_store_n(&barn_monitor_need, true, __ATOMIC_RELAXED);
+		M.retry_ns = now + 100000000u; /* 100 ms */
+		pthread_mutex_unlock(&M.lock);
+	}
+}
+
+/* Whether the decay monitor runs (tests). */
+bool barn_monitor_running(void)
+{
+	return __atomic_load_n(&M.running, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * barn_stats - the barn's part of uslab_cache_stats(): its sheaves, the
+ * capacity handed out now and the largest it may grow to, and the steps.
+ */
+void barn_stats(struct uslab_cache *c, struct uslab_cache_stats *st)
+{
+	struct barn *b = &c->barn;
+
+	barn_lock(b);
+	st->barn_full = b->nr_full;
+	st->barn_empty = b->nr_empty;
+	if (b->capacity) {
+		st->sheaf_capacity = b->capacity;
+		st->sheaf_capacity_min = b->cap_min;
+		st->sheaf_capacity_max = b->cap_max;
+	} else {
+		st->sheaf_capacity_min = st->sheaf_capacity_max = st->sheaf_capacity;
+	}
+	st->events[USLAB_STAT_SHEAF_GROW] += b->grows;
+	st->events[USLAB_STAT_SHEAF_SHRINK] += b->shrinks;
+	barn_unlock(b);
 }
 
 /* Pop a sheaf off one of the barn's stacks. Lock held. */
@@ -99,15 +453,21 @@ static bool push_locked(struct barn *b, struct sheaf **stack, unsigned int *nr, 
  */
 struct sheaf *barn_replace_empty(struct barn *b, struct sheaf **empty)
 {
-	struct sheaf *full;
+	struct sheaf *full, *out = NULL;
 
 	if (!READ_ONCE(b->nr_full))
 		return NULL;
 	barn_lock(b);
 	full = pop_locked(b, &b->full, &b->nr_full);
-	if (full && *empty && push_locked(b, &b->empty, &b->nr_empty, b->max_empty, *empty))
-		*empty = NULL;
+	if (full) {
+		/* (An empty sheaf of a stale capacity is refused: the caller frees it.) */
+		if (*empty && current(b, *empty) &&
+		    push_locked(b, &b->empty, &b->nr_empty, b->max_empty, *empty))
+			*empty = NULL;
+		trade_locked(b, &out);
+	}
 	barn_unlock(b);
+	release(b, out);
 	return full;
 }
 
@@ -118,7 +478,7 @@ struct sheaf *barn_replace_empty(struct barn *b, struct sheaf **empty)
  */
 struct sheaf *barn_replace_full(struct barn *b, struct sheaf *full, bool *taken)
 {
-	struct sheaf *empty = NULL;
+	struct sheaf *empty = NULL, *out = NULL;
 
 	*taken = false;
 	if (READ_ONCE(b->nr_full) >= b->max_full)
@@ -126,9 +486,12 @@ struct sheaf *barn_replace_full(struct barn *b, struct sheaf *full, bool *taken)
 	barn_lock(b);
 	if (push_locked(b, &b->full, &b->nr_full, b->max_full, full)) {
 		*taken = true;
+		/* (After the count: a resize frees the barn's empty sheaves.) */
+		trade_locked(b, &out);
 		empty = pop_locked(b, &b->empty, &b->nr_empty);
 	}
 	barn_unlock(b);
+	release(b, out);
 	return empty;
 }
 
@@ -145,13 +508,16 @@ struct sheaf *barn_get_empty(struct barn *b)
 	return empty;
 }
 
-/* Keep an empty sheaf if there is room. Return: whether it was kept. */
+/*
+ * Keep an empty sheaf if there is room and it is of the current capacity.
+ * Return: whether it was kept.
+ */
 bool barn_put_empty(struct barn *b, struct sheaf *empty)
 {
 	bool kept;
 
 	barn_lock(b);
-	kept = push_locked(b, &b->empty, &b->nr_empty, b->max_empty, empty);
+	kept = current(b, empty) && push_locked(b, &b->empty, &b->nr_empty, b->max_empty, empty);
 	barn_unlock(b);
 	return kept;
 }
@@ -167,7 +533,10 @@ bool barn_put_full(struct barn *b, struct sheaf *full)
 	return kept;
 }
 
-/* Flush every full sheaf of @c's barn to slabs and free all its sheaves. */
+/*
+ * Flush every full sheaf of @c's barn to slabs and free all its sheaves;
+ * the capacity goes back to its base (shrink, destroy).
+ */
 void barn_drain(struct uslab_cache *c)
 {
 	struct barn *b = &c->barn;
@@ -179,6 +548,11 @@ void barn_drain(struct uslab_cache *c)
 	b->full = b->empty = NULL;
 	WRITE_ONCE(b->nr_full, 0);
 	WRITE_ONCE(b->nr_empty, 0);
+	if (b->capacity) {
+		resize_locked(b, b->cap_min, &empty); /* (nothing left to take out) */
+		b->trades = 0;
+		b->window = barn_now_ns();
+	}
 	barn_unlock(b);
 
 	for (; full; full = next) {

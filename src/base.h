@@ -200,6 +200,10 @@ struct uslab_options {
 	unsigned int min_partial;      /* USLAB_MIN_PARTIAL */
 	unsigned int sheaf_capacity;   /* USLAB_SHEAF_CAPACITY */
 	unsigned int sheaf_bytes;      /* USLAB_SHEAF_BYTES */
+	unsigned int sheaf_max;	       /* USLAB_SHEAF_MAX (barn.c: adaptive) */
+	unsigned int sheaf_max_bytes;  /* USLAB_SHEAF_MAX_BYTES */
+	unsigned int sheaf_grow_rate;  /* USLAB_SHEAF_GROW_RATE */
+	unsigned int sheaf_decay_ms;   /* USLAB_SHEAF_DECAY_MS */
 	unsigned int barn_max_full;    /* USLAB_BARN_MAX_FULL */
 	unsigned int barn_max_empty;   /* USLAB_BARN_MAX_EMPTY */
 	unsigned int lookahead;	       /* USLAB_LOOKAHEAD */

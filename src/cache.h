@@ -37,6 +37,12 @@ struct barn {
 	unsigned int nr_empty;
 	unsigned int max_full;
 	unsigned int max_empty;
+	/* The adaptive sheaf capacity (barn.c): under the lock; capacity is also read without. */
+	unsigned int capacity;	       /* of the sheaves handed out now (0: a bare barn) */
+	unsigned int cap_min, cap_max; /* equal: pinned */
+	unsigned int trades;	       /* since window */
+	uint64_t window;	       /* ns (CLOCK_MONOTONIC) */
+	uint64_t grows, shrinks;       /* capacity steps up and down */
 };
 
 /* Flags a cache keeps internally, above the public ones. */

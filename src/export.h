@@ -185,6 +185,8 @@ static inline bool export_is_live(const struct export_header *h, int pid)
 void export_print_slabinfo(FILE *f, const struct export_row *rows, uint32_t n);
 /* The slow-path counters of each row (/sys/kernel/slab/<cache>/ statistics). */
 void export_print_events(FILE *f, const struct export_row *rows, uint32_t n);
+/* Caches with sheaves: capacity now, min, max, barn trades, grow/shrink steps. */
+void export_print_sheaves(FILE *f, const struct export_row *rows, uint32_t n);
 /* The bytes a row's slabs take (pages of its slabs and their metadata). */
 uint64_t export_row_bytes(const struct export_row *r);
 

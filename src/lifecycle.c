@@ -73,6 +73,8 @@ struct uslab_cache *lifecycle_create(const char *name, size_t size,
 		errno = ENOSPC;
 		return NULL;
 	}
+	if (cap)
+		barn_adapt_init(c, args->sheaf_capacity); /* (wip-adapt: barn.c) */
 	cache_register(c);
 	if (flags & USLAB_TYPESAFE_BY_RCU)
 		gp_prestart(); /* its slabs will need it; on failure gp_kick() retries */
@@ -303,6 +305,6 @@ void lifecycle_stats(const struct uslab_cache *c, struct uslab_cache_stats *st)
 	single = cache_node_stats(cc, st);
 	if (c->flags & CACHE_LARGE)
 		large_stats(st, single);
-	barn_counts(&cc->barn, &st->barn_full, &st->barn_empty);
+	barn_stats(cc, st); /* its sheaves, the capacity now (wip-adapt) */
 	thread_sum_events(c, st->events);
 }

@@ -29,8 +29,10 @@
  * Invariants (pcs_check, in USLAB_CHECKS builds): bottom <= top <= limit
  * and all three describe main, or all are NULL with no main; spare is NULL,
  * empty or full, and only present with a main; both are sheaves of the
- * cache the entry is attached to (at check level 2: every object they hold
- * is in a slab of that cache); main->size is stale while main is installed
+ * cache the entry is attached to (sheaf_ok: of one of its capacities, which
+ * may differ from the one it hands out now, sheaf.c; at check level 2: every
+ * object they hold is in a slab of that cache); main->size is stale while
+ * main is installed
  * (top - bottom is the truth). Sheaves from the barn are full or empty.
  * The thread's own tstate lock is held in the slow paths, so destroy (which
  * drains other threads' sheaves under that lock) and fork see whole states.
@@ -70,7 +72,7 @@ static inline void pcs_check(const struct pcs *p)
 	const struct uslab_cache *c = p->cache;
 
 	if (p->main) {
-		USLAB_ASSERT(c && p->main->capacity == c->sheaf_capacity);
+		USLAB_ASSERT(c && sheaf_ok(c, p->main));
 		USLAB_ASSERT(p->hot.bottom == p->main->objs && p->hot.bottom <= p->hot.top);
 		USLAB_ASSERT(p->hot.top <= p->hot.limit &&
 			     p->hot.limit == p->main->objs + p->main->capacity);
@@ -81,7 +83,7 @@ static inline void pcs_check(const struct pcs *p)
 	}
 	if (p->spare) {
 		USLAB_ASSERT(!p->spare->size || p->spare->size == p->spare->capacity);
-		USLAB_ASSERT(p->spare->capacity == c->sheaf_capacity);
+		USLAB_ASSERT(sheaf_ok(c, p->spare));
 		USLAB_ASSERT_EXPENSIVE(objs_of_cache(c, p->spare->objs, p->spare->size));
 	}
 }
@@ -133,10 +135,13 @@ void pcs_stat(struct pcs *p, enum uslab_stat_item item, uint64_t n)
 
 /*
  * The calling thread's pcs for @c, its state started if needed. NULL when
- * it cannot be (no memory, or the thread is exiting).
+ * it cannot be (no memory, or the thread is exiting). The entry of every
+ * slow path (here, bulk.c), before the thread's lock: where the decay
+ * monitor of grown caches is started (barn.c). Context: no uslab lock held.
  */
 struct pcs *pcs_self(const struct uslab_cache *c)
 {
+	barn_kick();
 	return thread_start_self() ? NULL : pcs_of(c);
 }
 
@@ -153,7 +158,7 @@ static struct sheaf *pcs_get_empty(struct uslab_cache *c, struct pcs *p)
 {
 	struct sheaf *sh = barn_get_empty(&c->barn);
 
-	USLAB_ASSERT(!sh || (!sh->size && sh->capacity == c->sheaf_capacity));
+	USLAB_ASSERT(!sh || (!sh->size && sheaf_ok(c, sh)));
 	if (!sh) {
 		sh = sheaf_alloc(c);
 		if (sh)
@@ -188,7 +193,7 @@ bool pcs_refill_main(struct uslab_cache *c, struct pcs *p, bool from_slabs)
 	empty = pcs_detach_main(p);
 	full = barn_replace_empty(&c->barn, &empty);
 	if (full) {
-		USLAB_ASSERT(full->size == full->capacity && full->capacity == c->sheaf_capacity);
+		USLAB_ASSERT(full->size == full->capacity && sheaf_ok(c, full));
 		pcs_stat(p, USLAB_STAT_BARN_GET, 1);
 		if (empty)
 			sheaf_free(c, empty);
@@ -204,6 +209,11 @@ bool pcs_refill_main(struct uslab_cache *c, struct pcs *p, bool from_slabs)
 		if (empty)
 			pcs_set_main(p, empty);
 		return false;
+	}
+	if (empty && empty->capacity != sheaf_capacity_now(c)) {
+		/* Refilled from slabs at the capacity handed out now. */
+		sheaf_free(c, empty);
+		empty = NULL;
 	}
 	if (!empty) {
 		empty = sheaf_alloc(c);
@@ -268,7 +278,7 @@ bool pcs_make_room(struct uslab_cache *c, struct pcs *p, bool may_flush)
 		USLAB_ASSERT(full->size == full->capacity);
 		full->filler = p;
 		sh = barn_replace_full(&c->barn, full, &taken);
-		USLAB_ASSERT(!sh || (taken && !sh->size && sh->capacity == c->sheaf_capacity));
+		USLAB_ASSERT(!sh || (taken && !sh->size && sheaf_ok(c, sh)));
 		if (taken) {
 			pcs_stat(p, USLAB_STAT_BARN_PUT, 1);
 			if (!sh)
@@ -431,6 +441,8 @@ void pcs_drain(struct pcs *p)
 		if (!barn_put_empty(&c->barn, sh[i]))
 			sheaf_free(c, sh[i]);
 	}
+	/* The last trip of this thread: the traffic may have stopped (barn.c). */
+	barn_decay(c, barn_now_ns());
 	e = p->events;
 	pcs_events_sum(p, ev);
 	cache_add_events(c, ev);

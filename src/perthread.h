@@ -21,12 +21,18 @@ struct sheaf {
 	void *objs[];
 };
 
-/* Sheaf sizes: 16-byte header plus a power-of-two-minus-header array. */
-#define SHEAF_CLASSES 7
+/* Sheaf sizes: 16-byte header plus a power-of-two-minus-header array (32 B .. 8 KiB). */
+#define SHEAF_CLASSES 9
+#define SHEAF_CAP_MAX 1022
 INTERNAL extern const unsigned int sheaf_caps[SHEAF_CLASSES];
 INTERNAL extern struct uslab_cache *sheaf_caches[SHEAF_CLASSES];
 INTERNAL int sheaf_bootstrap(void);
 INTERNAL unsigned int sheaf_capacity_for(unsigned int size, unsigned int requested);
+INTERNAL unsigned int sheaf_capacity_max(unsigned int size, unsigned int requested,
+					 unsigned int base);
+INTERNAL unsigned int sheaf_class_step(unsigned int cap, bool up);
+INTERNAL unsigned int sheaf_capacity_now(const struct uslab_cache *c);
+INTERNAL bool sheaf_ok(const struct uslab_cache *c, const struct sheaf *sh);
 INTERNAL struct sheaf *sheaf_alloc(struct uslab_cache *c);
 INTERNAL void sheaf_free(struct uslab_cache *c, struct sheaf *sh);
 INTERNAL void sheaf_flush(struct uslab_cache *c, struct sheaf *sh);
@@ -43,6 +49,24 @@ INTERNAL bool barn_put_full(struct barn *b, struct sheaf *full);
 INTERNAL void barn_drain(struct uslab_cache *c);
 INTERNAL void barn_counts(struct barn *b, unsigned long *full, unsigned long *empty);
 INTERNAL size_t barn_gather(struct barn *b, void **dst, size_t max);
+INTERNAL void barn_adapt_init(struct uslab_cache *c, unsigned int requested);
+INTERNAL void barn_decay(struct uslab_cache *c, uint64_t now_ns);
+INTERNAL uint64_t barn_now_ns(void);
+INTERNAL void barn_stats(struct uslab_cache *c, struct uslab_cache_stats *st);
+INTERNAL extern bool barn_monitor_need;
+INTERNAL void barn_monitor_start(void);
+INTERNAL bool barn_monitor_running(void);
+
+/*
+ * barn_kick - start the decay monitor if a cache grew without one running.
+ * Two loads when nothing is to do. Context: no uslab lock held.
+ */
+static inline void barn_kick(void)
+{
+	if (unlikely(__atomic_load_n(&barn_monitor_need, __ATOMIC_RELAXED)) &&
+	    !barn_monitor_running())
+		barn_monitor_start();
+}
 
 /* ---------------------------------------------------- pcs.c, thread.c */
 

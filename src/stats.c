@@ -27,6 +27,8 @@ static const char *const stat_names[USLAB_STAT_NR_ITEMS] = {
 	[USLAB_STAT_FREE_BULK] = "free_bulk",
 	[USLAB_STAT_FREE_BULK_OBJS] = "free_bulk_objs",
 	[USLAB_STAT_FREE_GROUP] = "free_group",
+	[USLAB_STAT_SHEAF_GROW] = "sheaf_grow",
+	[USLAB_STAT_SHEAF_SHRINK] = "sheaf_shrink",
 };
 
 const char *uslab_stat_name(unsigned int item)

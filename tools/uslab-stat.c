@@ -11,6 +11,7 @@
  *   uslab-stat -w SECONDS PID      refresh like slabtop (sorted by memory)
  *   uslab-stat -s KEY ...          sort by name, objs, active, size, mem, slabs
  *   uslab-stat --events PID        slow-path counters per cache
+ *   uslab-stat --sheaves PID       sheaf capacity (now, min, max), barn trades
  *   uslab-stat --json PID          the snapshot as JSON
  *   uslab-stat --options [PID]     the USLAB_* variables in effect
  *   uslab-stat --list              processes that export
@@ -241,13 +242,14 @@ static void print_json(FILE *f, const struct snap *s)
 			", \"active_objs\": %lu, \"num_objs\": %lu, \"objsize\": %u, \"object_size\": %u"
 			", \"objperslab\": %u, \"pagesperslab\": %u, \"active_slabs\": %lu"
 			", \"num_slabs\": %lu, \"partial_slabs\": %lu, \"sheaf_capacity\": %u"
+			", \"sheaf_capacity_min\": %u, \"sheaf_capacity_max\": %u"
 			", \"sheaved\": %" PRIu64 ", \"barn_full\": %lu, \"barn_empty\": %lu"
 			", \"layout\": \"%s\", \"meta_bytes\": %u, \"bytes\": %" PRIu64
 			", \"flags\": %u, \"events\": {",
 			r->st.active_objs, r->st.num_objs, r->st.objsize, r->st.object_size,
 			r->st.objperslab, r->st.pagesperslab, r->st.active_slabs, r->st.num_slabs,
-			r->st.partial_slabs, r->st.sheaf_capacity, r->sheaved, r->st.barn_full,
-			r->st.barn_empty,
+			r->st.partial_slabs, r->st.sheaf_capacity, r->st.sheaf_capacity_min,
+			r->st.sheaf_capacity_max, r->sheaved, r->st.barn_full, r->st.barn_empty,
 			uslab_layout_name(r->st.layout) ? uslab_layout_name(r->st.layout) : "?",
 			r->st.meta_bytes, export_row_bytes(r), r->flags);
 		for (unsigned int k = 0; uslab_stat_name(k); k++)
@@ -370,7 +372,7 @@ static int list(void)
 static int usage(void)
 {
 	fprintf(stderr,
-		"usage: %s [-s KEY] [-w SECONDS] [--events | --json] PID\n"
+		"usage: %s [-s KEY] [-w SECONDS] [--events | --sheaves | --json] PID\n"
 		"       %s --options [PID]\n"
 		"       %s --list\n"
 		"KEY: name, objs, active, size, slabs, mem (default for -w: mem)\n",
@@ -380,7 +382,7 @@ static int usage(void)
 
 int main(int argc, char **argv)
 {
-	enum { SLABINFO, EVENTS, JSON, OPTIONS } what = SLABINFO;
+	enum { SLABINFO, EVENTS, SHEAVES, JSON, OPTIONS } what = SLABINFO;
 	double wait = 0;
 	int pid = 0, i;
 	struct snap s;
@@ -388,6 +390,8 @@ int main(int argc, char **argv)
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "--events")) {
 			what = EVENTS;
+		} else if (!strcmp(argv[i], "--sheaves")) {
+			what = SHEAVES;
 		} else if (!strcmp(argv[i], "--json")) {
 			what = JSON;
 		} else if (!strcmp(argv[i], "--options")) {
@@ -433,6 +437,9 @@ int main(int argc, char **argv)
 		break;
 	case EVENTS:
 		export_print_events(stdout, s.rows, s.h.nrows);
+		break;
+	case SHEAVES:
+		export_print_sheaves(stdout, s.rows, s.h.nrows);
 		break;
 	case JSON:
 		print_json(stdout, &s);

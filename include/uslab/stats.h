@@ -42,6 +42,8 @@ enum uslab_stat_item {
 	USLAB_STAT_FREE_BULK,	       /* calls to uslab_cache_free_bulk() */
 	USLAB_STAT_FREE_BULK_OBJS,     /* objects they freed */
 	USLAB_STAT_FREE_GROUP,	       /* detached freelists handed to slabs */
+	USLAB_STAT_SHEAF_GROW,	       /* the sheaf capacity went one class up */
+	USLAB_STAT_SHEAF_SHRINK,       /* ... or one class down */
 	USLAB_STAT_NR_ITEMS
 };
 
@@ -63,7 +65,9 @@ enum uslab_stat_item {
  * @object_size:  the size the cache was created with.
  * @align:        the object alignment in effect.
  * @order:        slab size is 2^order pages.
- * @sheaf_capacity: objects per sheaf (0: the cache has no sheaves).
+ * @sheaf_capacity: objects per sheaf handed out now (0: the cache has no
+ *                sheaves); it adapts between @sheaf_capacity_min and
+ *                @sheaf_capacity_max to the barn trades (equal: pinned).
  * @min_partial:  empty slabs kept before slabs go back to the OS.
  * @partial_slabs: slabs on the partial list (including kept empty ones).
  * @barn_full:    full sheaves in the barn.
@@ -77,6 +81,8 @@ enum uslab_stat_item {
  *                it, and out-of-object free pointers (8 bytes per object).
  * @colours:      distinct offsets of the first object from slab to slab
  *                (slab colouring; 1: none).
+ * @sheaf_capacity_min: the base capacity, chosen at creation.
+ * @sheaf_capacity_max: the largest the capacity may grow to.
  */
 struct uslab_cache_stats {
 	unsigned long active_objs;
@@ -99,6 +105,8 @@ struct uslab_cache_stats {
 	unsigned int layout;
 	unsigned int meta_bytes;
 	unsigned int colours;
+	unsigned int sheaf_capacity_min;
+	unsigned int sheaf_capacity_max;
 };
 
 #ifdef __cplusplus

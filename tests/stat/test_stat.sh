@@ -56,11 +56,15 @@ c = {x["name"]: x for x in d["caches"]}
 assert c["stat_a"]["active_objs"] == int(sys.argv[2]), c["stat_a"]
 assert c["stat_b"]["active_objs"] == int(sys.argv[3]), c["stat_b"]
 assert c["stat_a"]["sheaved"] == 0 and c["stat_a"]["events"]["sheaf_refill"] > 0, c["stat_a"]
+assert c["stat_a"]["sheaf_capacity_min"] <= c["stat_a"]["sheaf_capacity"] <= c["stat_a"]["sheaf_capacity_max"], c["stat_a"]
 assert d["rcu"]["queued"] == 100 and d["rcu"]["freed"] == 100, d["rcu"]
 assert d["refreshes"] >= 2
 PY
 
 "$stat" --events "$pid" | grep -q "^stat_a " || fail "--events has no stat_a row"
+# --sheaves: capacity now, min, max of each cache with sheaves (stat_a adapts: 126..1022 at most).
+"$stat" --sheaves "$pid" | awk '$1 == "stat_a" { ok = $2 >= $3 && $2 <= $4 && $3 >= 2 } END { exit !ok }' ||
+	fail "--sheaves: $("$stat" --sheaves "$pid")"
 "$stat" -s name "$pid" > /dev/null || fail "-s name failed"
 # -s active: largest first, so stat_a (more active objects) above stat_b.
 "$stat" -s active "$pid" | awk -v a="$want_a" -v b="$want_b" '

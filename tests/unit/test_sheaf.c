@@ -24,7 +24,8 @@ static void test_capacity(void)
 	CHECK(sheaf_capacity_for(1 << 20, 0) == 2, "1 MiB: 2");
 	CHECK(sheaf_capacity_for(64, 1) == 0, "1 asks for none");
 	CHECK(sheaf_capacity_for(64, 20) == 14, "rounded down to a class");
-	CHECK(sheaf_capacity_for(64, 1000) == 254, "at most 254");
+	CHECK(sheaf_capacity_for(64, 1000) == 510, "1000: 510");
+	CHECK(sheaf_capacity_for(64, 5000) == 1022, "at most 1022");
 }
 
 static void test_transitions(void)

@@ -1,0 +1,492 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_adapt.c - the adaptive sheaf capacity (barn.c, sheaf.c, pcs.c).
+ *
+ *   grow_2threads  a producer allocates bursts of 64 stamped objects and
+ *                  hands them through a ring to a consumer on another
+ *                  thread, which checks and frees them: every stamp is seen
+ *                  exactly once, the capacity grows from its base (126 for
+ *                  256-byte objects) to its maximum (1022) and the
+ *                  statistics show it (capacity now, min, max, grow steps,
+ *                  barn trades); shrink and destroy leave nothing behind.
+ *   decay_direct   barn_decay() at one interval (USLAB_SHEAF_DECAY_MS)
+ *                  halves the capacity, at ten goes to the base: the barn's
+ *                  empty sheaves (old size) are freed, full ones past
+ *                  max_full * capacity objects flushed, none lost
+ *                  (active_objs is what the sheaves hold).
+ *   decay_monitor  traffic stops and nothing calls uslab: the decay
+ *                  monitor alone brings the capacity back to the base
+ *                  (three halvings, 1022 -> 126) within the documented
+ *                  (3 + 1) intervals, checked with a bound of 20; then it
+ *                  exits (nothing grown).
+ *   decay_idle     traffic stops; a thread's exit after ten intervals
+ *                  finds the capacity back at the base.
+ *   mixed          the same producer/consumer while a third thread keeps
+ *                  forcing the capacity down (and the traffic grows it
+ *                  again): sheaves of every size cross threads, the library
+ *                  asserts its relaxed invariants, every stamp seen once.
+ *   exit_destroy   threads holding grown sheaves (full and partly full)
+ *                  exit, or are drained by destroy while alive: destroy
+ *                  succeeds (no object lost in a sheaf), none twice.
+ *   pinned         uslab_cache_args.sheaf_capacity and USLAB_SHEAF_CAPACITY
+ *                  pin the capacity: the same traffic leaves it as it was.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
+
+#include "internal.h"
+#include "../test.h"
+
+#define OBJ_SIZE 256
+#define BURST 64
+#define RING 2048 /* pointers between producer and consumer */
+#define MAGIC 0x5eafcafe5eafcafeull
+
+struct obj {
+	uint64_t magic;
+	uint64_t id;
+	char pad[OBJ_SIZE - 16];
+};
+
+struct run {
+	struct uslab_cache *c;
+	size_t n; /* objects to pass */
+	void *ring[RING];
+	size_t head, tail; /* atomics: head written by the producer, tail by the consumer */
+	unsigned char *seen;
+	unsigned int peak;	       /* largest capacity the producer saw */
+	bool stop;		       /* the shaker's */
+	unsigned long pchecks, checks; /* the producer's, the consumer's */
+};
+
+static void *producer(void *arg)
+{
+	struct run *r = arg;
+	void *objs[BURST];
+
+	for (size_t id = 0; id < r->n;) {
+		size_t k = r->n - id < BURST ? r->n - id : BURST;
+		size_t head = __atomic_load_n(&r->head, __ATOMIC_RELAXED);
+		unsigned int cap = READ_ONCE(r->c->barn.capacity);
+
+		while (head + k - __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) > RING)
+			sched_yield();
+		CHECK_COUNTED(r->pchecks, uslab_cache_alloc_bulk(r->c, k, objs) == k, "alloc_bulk");
+		for (size_t i = 0; i < k; i++) {
+			struct obj *o = objs[i];
+
+			o->magic = MAGIC;
+			o->id = id + i;
+			r->ring[(head + i) % RING] = o;
+		}
+		__atomic_store_n(&r->head, head + k, __ATOMIC_RELEASE);
+		id += k;
+		if (cap > r->peak)
+			r->peak = cap;
+	}
+	return NULL;
+}
+
+static void *consumer(void *arg)
+{
+	struct run *r = arg;
+	void *objs[BURST];
+	size_t done = 0;
+
+	while (done < r->n) {
+		size_t tail = __atomic_load_n(&r->tail, __ATOMIC_RELAXED);
+		size_t avail = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) - tail;
+		size_t k = avail < BURST ? avail : BURST;
+
+		if (!k) {
+			sched_yield();
+			continue;
+		}
+		for (size_t i = 0; i < k; i++) {
+			struct obj *o = r->ring[(tail + i) % RING];
+
+			CHECK_COUNTED(r->checks, o->magic == MAGIC && o->id < r->n,
+				      "stamp %#llx id %llu", (unsigned long long)o->magic,
+				      (unsigned long long)o->id);
+			CHECK_COUNTED(r->checks, !r->seen[o->id], "object %llu seen twice",
+				      (unsigned long long)o->id);
+			r->seen[o->id] = 1;
+			o->magic = 0;
+			objs[i] = o;
+		}
+		__atomic_store_n(&r->tail, tail + k, __ATOMIC_RELEASE);
+		uslab_cache_free_bulk(r->c, k, objs);
+		done += k;
+	}
+	return NULL;
+}
+
+/* Keep forcing the capacity down while the traffic grows it. */
+static void *shaker(void *arg)
+{
+	struct run *r = arg;
+	struct timespec ms = { 0, 1000000 };
+
+	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+		barn_decay(r->c, barn_now_ns() + 100ull * 1000000000u);
+		nanosleep(&ms, NULL);
+	}
+	return NULL;
+}
+
+/* Pass @n stamped objects from a producer to a consumer thread; check them all. */
+static struct run *traffic(struct uslab_cache *c, size_t n, bool shake)
+{
+	struct run *r = calloc(1, sizeof(*r));
+	pthread_t tp, tc, ts;
+
+	CHECK(r, "calloc");
+	r->c = c;
+	r->n = n;
+	r->seen = calloc(n, 1);
+	CHECK(r->seen, "calloc");
+	CHECK(!pthread_create(&tc, NULL, consumer, r) && !pthread_create(&tp, NULL, producer, r),
+	      "threads");
+	if (shake)
+		CHECK(!pthread_create(&ts, NULL, shaker, r), "shaker");
+	pthread_join(tp, NULL);
+	pthread_join(tc, NULL);
+	if (shake) {
+		__atomic_store_n(&r->stop, true, __ATOMIC_RELEASE);
+		pthread_join(ts, NULL);
+	}
+	for (size_t i = 0; i < n; i++)
+		CHECK(r->seen[i], "object %zu lost", i);
+	test_checks += r->checks + r->pchecks;
+	return r;
+}
+
+static void run_free(struct run *r)
+{
+	free(r->seen);
+	free(r);
+}
+
+static struct uslab_cache_stats stats(struct uslab_cache *c)
+{
+	struct uslab_cache_stats st;
+
+	CHECK(!uslab_cache_stats(c, &st), "stats");
+	return st;
+}
+
+/*
+ * Shrink and destroy @c: every object came back (no object lost in a
+ * sheaf). The decay monitor may be flushing sheaves it just took out of
+ * the barn (outside the barn lock): those objects arrive within its pass,
+ * so the count is retried for up to a second.
+ */
+static void finish(struct uslab_cache *c)
+{
+	struct uslab_cache_stats st;
+
+	for (int i = 0;; i++) {
+		CHECK(!uslab_cache_shrink(c), "shrink");
+		st = stats(c);
+		if (st.active_objs == 0 || i == 200)
+			break;
+		nanosleep(&(struct timespec){ 0, 5000000 }, NULL);
+	}
+	CHECK(st.active_objs == 0, "active_objs %lu after shrink", st.active_objs);
+	CHECK(st.sheaf_capacity == st.sheaf_capacity_min, "shrink: back to the base (%u)",
+	      st.sheaf_capacity);
+	CHECK(uslab_cache_destroy(c) == 0, "destroy");
+}
+
+/* A cache that adapts (no pinned capacity), grown by a run of traffic. */
+static struct uslab_cache *grown(const char *name)
+{
+	struct uslab_cache *c = uslab_cache_create(name, OBJ_SIZE, NULL, 0);
+	struct run *r;
+
+	CHECK(c && c->sheaf_capacity == 126 && c->barn.cap_max == 1022, "create %s", name);
+	r = traffic(c, 300000, false);
+	CHECK(r->peak == 1022, "%s: grew to %u", name, r->peak);
+	run_free(r);
+	return c;
+}
+
+static void grow_2threads(void)
+{
+	struct uslab_cache *c = uslab_cache_create("adapt-grow", OBJ_SIZE, NULL, 0);
+	struct uslab_cache_stats st;
+	struct run *r;
+
+	CHECK(c, "create");
+	st = stats(c);
+	CHECK(st.sheaf_capacity == 126 && st.sheaf_capacity_min == 126 &&
+		      st.sheaf_capacity_max == 1022,
+	      "before: capacity %u (%u..%u)", st.sheaf_capacity, st.sheaf_capacity_min,
+	      st.sheaf_capacity_max);
+	r = traffic(c, 1000000, false);
+	st = stats(c);
+	CHECK(r->peak == 1022, "capacity grew to %u", r->peak);
+	CHECK(st.events[USLAB_STAT_SHEAF_GROW] >= 3, "grow steps %llu",
+	      (unsigned long long)st.events[USLAB_STAT_SHEAF_GROW]);
+	CHECK(st.events[USLAB_STAT_BARN_GET] && st.events[USLAB_STAT_BARN_PUT], "trades counted");
+	CHECK(!strcmp(uslab_stat_name(USLAB_STAT_SHEAF_GROW), "sheaf_grow") &&
+		      !strcmp(uslab_stat_name(USLAB_STAT_SHEAF_SHRINK), "sheaf_shrink"),
+	      "stat names");
+	printf("  1M objects: capacity peak %u, now %u, grow steps %llu, barn gets %llu puts %llu\n",
+	       r->peak, st.sheaf_capacity, (unsigned long long)st.events[USLAB_STAT_SHEAF_GROW],
+	       (unsigned long long)st.events[USLAB_STAT_BARN_GET],
+	       (unsigned long long)st.events[USLAB_STAT_BARN_PUT]);
+	run_free(r);
+	finish(c);
+}
+
+/* Objects the barn holds; every full sheaf of @c is a valid one. */
+static unsigned long barn_objects(struct uslab_cache *c)
+{
+	unsigned long n = 0;
+
+	ulock_lock(&c->barn.lock);
+	for (struct sheaf *s = c->barn.full; s; s = s->next) {
+		CHECK(s->size == s->capacity && sheaf_ok(c, s), "full sheaf %u/%u", s->size,
+		      s->capacity);
+		n += s->size;
+	}
+	for (struct sheaf *s = c->barn.empty; s; s = s->next)
+		CHECK(s->capacity == READ_ONCE(c->barn.capacity), "empty sheaf of %u, capacity %u",
+		      s->capacity, READ_ONCE(c->barn.capacity));
+	ulock_unlock(&c->barn.lock);
+	return n;
+}
+
+static void decay_direct(void)
+{
+	struct uslab_cache *c = grown("adapt-decay");
+	uint64_t now = barn_now_ns(), iv = (uint64_t)usl_opt.sheaf_decay_ms * 1000000u;
+	struct uslab_cache_stats st = stats(c), st2;
+	unsigned long held;
+
+	/* The producer and the consumer exited: what they held is in the barn or in slabs. */
+	held = barn_objects(c);
+	CHECK(st.active_objs == held, "active %lu, barn %lu", st.active_objs, held);
+	CHECK(READ_ONCE(c->barn.capacity) == 1022, "grown: %u", READ_ONCE(c->barn.capacity));
+	barn_decay(c, now + iv / 2);
+	CHECK(READ_ONCE(c->barn.capacity) == 1022, "half an interval: still %u",
+	      READ_ONCE(c->barn.capacity));
+	barn_decay(c, now + iv + iv / 10);
+	CHECK(READ_ONCE(c->barn.capacity) == 510, "one interval: %u", READ_ONCE(c->barn.capacity));
+	CHECK(READ_ONCE(c->barn.nr_empty) == 0, "empty sheaves of 1022 freed");
+	held = barn_objects(c);
+	CHECK(held <= (unsigned long)c->barn.max_full * 510, "barn keeps %lu objects", held);
+	st2 = stats(c);
+	CHECK(st2.active_objs == held, "flushed, none lost: active %lu, barn %lu", st2.active_objs,
+	      held);
+	barn_decay(c, now + 12 * iv);
+	CHECK(READ_ONCE(c->barn.capacity) == 126, "ten intervals: the base (%u)",
+	      READ_ONCE(c->barn.capacity));
+	held = barn_objects(c);
+	CHECK(held <= (unsigned long)c->barn.max_full * 126, "barn keeps %lu objects", held);
+	st2 = stats(c);
+	CHECK(st2.active_objs == held && st2.sheaf_capacity == 126, "active %lu, barn %lu",
+	      st2.active_objs, held);
+	CHECK(st2.events[USLAB_STAT_SHEAF_SHRINK] == st.events[USLAB_STAT_SHEAF_SHRINK] + 3,
+	      "three shrink steps");
+	barn_decay(c, now + 100 * iv);
+	CHECK(READ_ONCE(c->barn.capacity) == 126, "not below the base");
+	finish(c);
+}
+
+static void *touch(void *arg)
+{
+	struct uslab_cache *c = arg;
+
+	uslab_cache_free(c, uslab_cache_alloc(c)); /* then exits: pcs_drain, barn_decay */
+	return NULL;
+}
+
+static void decay_idle(void)
+{
+	struct uslab_cache *c = grown("adapt-idle");
+	uint64_t t0 = barn_now_ns();
+	unsigned int ms = usl_opt.sheaf_decay_ms;
+	struct timespec ts = { (time_t)(ms * 10 / 1000),
+			       (long)(ms * 10 % 1000) * 1000000 + 5000000 };
+	pthread_t t;
+
+	/* Traffic stopped: 10 intervals later, a thread's exit shrinks the barn (or the monitor did). */
+	nanosleep(&ts, NULL);
+	CHECK(!pthread_create(&t, NULL, touch, c) && !pthread_join(t, NULL), "thread");
+	CHECK(READ_ONCE(c->barn.capacity) == 126, "back to the base after %llu ms: %u",
+	      (unsigned long long)((barn_now_ns() - t0) / 1000000), READ_ONCE(c->barn.capacity));
+	printf("  idle %u ms, then a thread exit: capacity %u\n", ms * 10,
+	       READ_ONCE(c->barn.capacity));
+	finish(c);
+	t0 = barn_now_ns();
+	while (barn_monitor_running() && barn_now_ns() - t0 < 40ull * ms * 1000000u)
+		nanosleep(&(struct timespec){ 0, 2000000 }, NULL);
+}
+
+static void decay_monitor(void)
+{
+	struct uslab_cache *c = grown("adapt-monitor");
+	unsigned int ms = usl_opt.sheaf_decay_ms;
+	struct timespec tick = { 0, 2000000 };
+	uint64_t t0 = barn_now_ns(), took;
+
+	CHECK(barn_monitor_running(), "the monitor started when the cache grew");
+	while (READ_ONCE(c->barn.capacity) != 126 && barn_now_ns() - t0 < 40ull * ms * 1000000u)
+		nanosleep(&tick, NULL);
+	took = (barn_now_ns() - t0) / 1000000u;
+	CHECK(READ_ONCE(c->barn.capacity) == 126, "not back at the base after %llu ms",
+	      (unsigned long long)took);
+	CHECK(took <= 20ull * ms, "back at the base after %llu ms, bound %u ms",
+	      (unsigned long long)took, 20 * ms);
+	printf("  idle: 1022 -> 126 by the monitor alone in %llu ms (USLAB_SHEAF_DECAY_MS=%u)\n",
+	       (unsigned long long)took, ms);
+	finish(c);
+	/* Nothing grown: it exits after its next pass. */
+	t0 = barn_now_ns();
+	while (barn_monitor_running() && barn_now_ns() - t0 < 40ull * ms * 1000000u)
+		nanosleep(&tick, NULL);
+	CHECK(!barn_monitor_running(), "the monitor exited");
+}
+
+static void mixed(void)
+{
+	struct uslab_cache *c = uslab_cache_create("adapt-mixed", OBJ_SIZE, NULL, 0);
+	struct uslab_cache_stats st;
+	struct run *r;
+
+	CHECK(c, "create");
+	r = traffic(c, 600000, true);
+	st = stats(c);
+	CHECK(st.events[USLAB_STAT_SHEAF_GROW] >= 2 && st.events[USLAB_STAT_SHEAF_SHRINK] >= 2,
+	      "capacity went up and down: %llu up, %llu down",
+	      (unsigned long long)st.events[USLAB_STAT_SHEAF_GROW],
+	      (unsigned long long)st.events[USLAB_STAT_SHEAF_SHRINK]);
+	printf("  capacity steps: %llu up, %llu down\n",
+	       (unsigned long long)st.events[USLAB_STAT_SHEAF_GROW],
+	       (unsigned long long)st.events[USLAB_STAT_SHEAF_SHRINK]);
+	run_free(r);
+	finish(c);
+}
+
+#define HOLDERS 3
+#define HELD 2500 /* more than two sheaves of 1022 */
+
+struct holder {
+	struct uslab_cache *c;
+	pthread_barrier_t *b;
+	unsigned int main_cap;
+	unsigned long checks;
+};
+
+/* Allocate HELD objects, free them into grown sheaves, wait, exit holding them. */
+static void *holder(void *arg)
+{
+	struct holder *h = arg;
+	void **objs = malloc(HELD * sizeof(void *));
+
+	CHECK_COUNTED(h->checks, objs, "malloc");
+	for (int i = 0; i < HELD; i++) {
+		objs[i] = uslab_cache_alloc(h->c);
+		CHECK_COUNTED(h->checks, objs[i], "alloc");
+		((struct obj *)objs[i])->magic = MAGIC;
+	}
+	for (int i = 0; i < HELD - 7; i++) /* main left partly full */
+		uslab_cache_free(h->c, objs[i]);
+	for (int i = HELD - 7; i < HELD; i++)
+		uslab_cache_free(h->c, objs[i]);
+	h->main_cap = pcs_of(h->c)->main ? pcs_of(h->c)->main->capacity : 0;
+	free(objs);
+	if (h->b) {
+		pthread_barrier_wait(h->b); /* holding them */
+		pthread_barrier_wait(h->b); /* destroy ran */
+	}
+	return NULL;
+}
+
+static void holders(struct uslab_cache *c, bool wait_destroy)
+{
+	struct holder h[HOLDERS];
+	pthread_t t[HOLDERS];
+	pthread_barrier_t b;
+	unsigned long bigger = 0;
+
+	CHECK(!pthread_barrier_init(&b, NULL, HOLDERS + 1), "barrier");
+	for (int i = 0; i < HOLDERS; i++) {
+		h[i] = (struct holder){ .c = c, .b = wait_destroy ? &b : NULL };
+		CHECK(!pthread_create(&t[i], NULL, holder, &h[i]), "thread");
+	}
+	if (wait_destroy) {
+		struct uslab_cache_stats st;
+
+		pthread_barrier_wait(&b);
+		st = stats(c);
+		CHECK(st.active_objs >= 3 * 1022, "threads hold grown sheaves: %lu",
+		      st.active_objs);
+		CHECK(uslab_cache_destroy(c) == 0, "destroy while they hold grown sheaves");
+		pthread_barrier_wait(&b);
+	}
+	for (int i = 0; i < HOLDERS; i++) {
+		pthread_join(t[i], NULL);
+		test_checks += h[i].checks;
+		bigger += h[i].main_cap > 126;
+	}
+	CHECK(bigger == HOLDERS, "every holder had a grown main sheaf (%lu)", bigger);
+	pthread_barrier_destroy(&b);
+	if (!wait_destroy)
+		finish(c); /* they exited holding them */
+}
+
+static void exit_destroy(void)
+{
+	holders(grown("adapt-exit"), false);
+	holders(grown("adapt-destroy"), true);
+}
+
+static void pinned(void)
+{
+	struct uslab_cache_args a = { .sheaf_capacity = 126 };
+	struct uslab_cache *c = uslab_cache_create("adapt-pinned", OBJ_SIZE, &a, 0);
+	struct uslab_cache_stats st;
+	struct run *r;
+
+	CHECK(c && c->barn.cap_min == 126 && c->barn.cap_max == 126, "pinned by args");
+	r = traffic(c, 300000, false);
+	st = stats(c);
+	CHECK(r->peak == 126 && st.sheaf_capacity == 126 && st.sheaf_capacity_max == 126 &&
+		      !st.events[USLAB_STAT_SHEAF_GROW],
+	      "args: capacity %u (peak %u)", st.sheaf_capacity, r->peak);
+	run_free(r);
+	finish(c);
+
+	usl_opt.sheaf_capacity = 254; /* USLAB_SHEAF_CAPACITY=254 */
+	c = uslab_cache_create("adapt-pinned-env", OBJ_SIZE, NULL, 0);
+	usl_opt.sheaf_capacity = 0;
+	CHECK(c && c->barn.cap_min == 254 && c->barn.cap_max == 254, "pinned by the variable");
+	r = traffic(c, 300000, false);
+	CHECK(r->peak == 254 && READ_ONCE(c->barn.capacity) == 254, "variable: capacity %u",
+	      READ_ONCE(c->barn.capacity));
+	run_free(r);
+	finish(c);
+}
+
+int main(void)
+{
+	/* uslab's options are read at the first call; then the test's own. */
+	uslab_cache_destroy(uslab_cache_create("adapt-init", 64, NULL, 0));
+	usl_opt.sheaf_grow_rate = 500; /* 32 trades within 64 ms: sanitizer builds grow too */
+	usl_opt.sheaf_decay_ms = 50;
+	RUN(decay_monitor);
+	RUN(decay_idle);
+	/* (The monitor exited: nobody reads the options now.) */
+	CHECK(!barn_monitor_running(), "no monitor");
+	usl_opt.sheaf_decay_ms = 2000; /* no decay in the middle of a run */
+	RUN(grow_2threads);
+	RUN(mixed);
+	RUN(exit_destroy);
+	RUN(pinned);
+	RUN(decay_direct);
+	return 0;
+}
