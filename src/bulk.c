@@ -239,6 +239,7 @@ size_t uslab_priv_alloc_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 		goto direct;
 
 	thread_lock_self();
+	pcs_swap_for(p, n, true); /* the spare may hold the whole request */
 	k = take_main(p, n, objs);
 	/*
 	 * More from the spare and the barn's full sheaves; refill a sheaf
@@ -282,6 +283,7 @@ static void free_to_cache(struct uslab_cache *c, size_t n, void **objs)
 		return;
 	}
 	thread_lock_self();
+	pcs_swap_for(p, n, false); /* the spare may have room for all of them */
 	for (;;) {
 		i += push_main(p, n - i, objs + i);
 		/* Room from the spare or the barn; a flush only for a small rest. */

@@ -111,6 +111,7 @@ INTERNAL int pcs_bootstrap(void);
 INTERNAL struct pcs *pcs_self(const struct uslab_cache *c);
 INTERNAL bool pcs_refill_main(struct uslab_cache *c, struct pcs *p, bool from_slabs);
 INTERNAL bool pcs_make_room(struct uslab_cache *c, struct pcs *p, bool may_flush);
+INTERNAL bool pcs_swap_for(struct pcs *p, size_t n, bool alloc);
 INTERNAL void pcs_drain(struct pcs *p);
 INTERNAL void pcs_flush_self(struct uslab_cache *c);
 INTERNAL void pcs_push(struct uslab_cache *c, void *obj);

@@ -75,6 +75,7 @@ static void put_slow(struct uslab_cache *c, size_t n, void *const *objs)
 		return;
 	}
 	thread_lock_self();
+	pcs_swap_for(p, n, false); /* the spare may have room for all of them */
 	for (;;) {
 		i += put_main(p, n - i, objs + i);
 		if (i == n || !pcs_make_room(c, p, true))
