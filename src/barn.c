@@ -361,6 +361,8 @@ void barn_monitor_start(void)
 	pthread_t tid;
 	int err;
 
+	/* First: a fork from here on runs the child's handler (no monitor there). */
+	pthread_once(&M.atfork, monitor_atfork);
 	pthread_mutex_lock(&M.lock);
 	if (M.running || now < M.retry_ns ||
 	    !__atomic_exchange_n(&barn_monitor_need, false, __ATOMIC_RELAXED)) {
@@ -369,7 +371,6 @@ void barn_monitor_start(void)
 	}
 	__atomic_store_n(&M.running, true, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&M.lock);
-	pthread_once(&M.atfork, monitor_atfork);
 
 	/* The monitor takes no signal meant for the program. */
 	sigfillset(&all);

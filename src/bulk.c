@@ -250,14 +250,18 @@ size_t uslab_priv_alloc_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 		k += take_main(p, n - k, objs + k);
 	if (k < n && !alloc_from_slabs(c, n - k, objs + k)) {
 		/* All or nothing: what came from sheaves goes back too. */
+		int err = errno; /* ENOMEM or ENOBUFS, whatever the return costs */
+
 		cache_free_objects(c, objs, k, usl_opt.lookahead);
 		thread_unlock_self();
+		errno = err;
 		return 0;
 	}
 	USLAB_ASSERT(k <= n);
 	USLAB_ASSERT_EXPENSIVE(all_of_cache(c, objs, n, false));
 	count(&p->hot.alloc_bulk, &p->hot.alloc_bulk_objs, n);
 	thread_unlock_self();
+	barn_kick(); /* a trade above may have grown the capacity */
 	objs_unpoison(c, objs, n);
 	return n;
 
@@ -295,6 +299,7 @@ static void free_to_cache(struct uslab_cache *c, size_t n, void **objs)
 		cache_free_objects(c, objs + i, n - i, usl_opt.lookahead);
 	count(&p->hot.free_bulk, &p->hot.free_bulk_objs, n);
 	thread_unlock_self();
+	barn_kick(); /* a trade above may have grown the capacity */
 }
 
 /* The cache of @obj if it has sheaves; NULL for large objects and anything else. */

@@ -672,6 +672,8 @@ static bool loose_reserve(struct node *n, size_t want)
 
 	if (want <= n->loose_cap)
 		return true;
+	if (want > (SIZE_MAX / sizeof(void *)) / 2)
+		return false; /* (no such mapping; and cap would wrap below) */
 	while (cap < want)
 		cap *= 2;
 	a = os_mmap(cap * sizeof(void *));
@@ -705,7 +707,8 @@ static void loose_put(struct uslab_cache *c, void **p, size_t n)
 			continue;
 		if (nd->nr_loose == nd->loose_cap)
 			break;
-		nd->loose[nd->nr_loose++] = p[i];
+		nd->loose[nd->nr_loose] = p[i];
+		WRITE_ONCE(nd->nr_loose, nd->nr_loose + 1); /* (read unlocked by loose_take) */
 		p[i] = NULL;
 	}
 	kept = i;
@@ -731,7 +734,7 @@ static unsigned int loose_take(struct uslab_cache *c, void **dst, unsigned int w
 		return 0;
 	ulock_lock(&nd->lock);
 	k = nd->nr_loose < want ? (unsigned int)nd->nr_loose : want;
-	nd->nr_loose -= k;
+	WRITE_ONCE(nd->nr_loose, nd->nr_loose - k);
 	memcpy(dst, nd->loose + nd->nr_loose, k * sizeof(void *));
 	ulock_unlock(&nd->lock);
 	return k;
@@ -766,7 +769,7 @@ int cache_pool_setup(struct uslab_cache *c, size_t reserve)
 			return -ENOMEM;
 		}
 	}
-	n->nr_loose = got; /* (the cache is not published yet: no lock needed) */
+	WRITE_ONCE(n->nr_loose, got); /* (the cache is not published yet: no lock needed) */
 	return 0;
 }
 
@@ -789,7 +792,8 @@ void cache_pool_release(struct uslab_cache *c)
 	cap = n->loose_cap;
 	/* Out of the node, so the frees below run unlocked; the next free maps another. */
 	n->loose = NULL;
-	n->nr_loose = n->loose_cap = 0;
+	WRITE_ONCE(n->nr_loose, 0);
+	n->loose_cap = 0;
 	ulock_unlock(&n->lock);
 	if (nr)
 		node_free_objects(c, objs, nr, usl_opt.lookahead);

@@ -359,6 +359,7 @@ void *uslab_priv_alloc_slow(struct uslab_cache *c)
 	}
 	pcs_check(p);
 	thread_unlock_self();
+	barn_kick(); /* a trade above may have grown the capacity */
 	return obj;
 }
 
@@ -415,6 +416,7 @@ void uslab_priv_free_slow(struct uslab_cache *c, void *obj)
 			cache_free_objects(c, &obj, 1, 0);
 		pcs_check(p);
 		thread_unlock_self();
+		barn_kick(); /* a trade above may have grown the capacity */
 	}
 	gp_kick(); /* a flush may have deferred slabs with no monitor running */
 }

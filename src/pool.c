@@ -84,7 +84,8 @@ static void put_slow(struct uslab_cache *c, size_t n, void *const *objs)
 	if (i < n)
 		put_rest(c, n - i, objs + i); /* no sheaf to be had */
 	thread_unlock_self();
-	gp_kick(); /* a flush may have deferred slabs with no monitor running */
+	barn_kick(); /* a trade above may have grown the capacity */
+	gp_kick();   /* a flush may have deferred slabs with no monitor running */
 }
 
 void uslab_pool_put_bulk(struct uslab_cache *c, size_t n, void *const *objs)

@@ -316,6 +316,13 @@ static void test_args(void)
 	CHECK(!uslab_cache_create("p", 32, &a, USLAB_POOL_EXTERNAL | USLAB_CONSISTENCY_CHECKS) &&
 		      errno == EINVAL,
 	      "external with the debug tier: EINVAL");
+	/* A reserve no mapping can hold: ENOMEM at once (it once looped forever). */
+	a.reserve = ((size_t)1 << 63) + 1;
+	errno = 0;
+	CHECK(!uslab_cache_create("p", 32, &a, USLAB_POOL) && errno == ENOMEM, "huge reserve");
+	CHECK(!uslab_cache_create("p", 32, &a, USLAB_POOL_EXTERNAL) && errno == ENOMEM,
+	      "huge external reserve");
+	a.reserve = 0;
 	/* A debug slab pool is a plain debug cache (every free checked at its slab). */
 	struct uslab_cache *c = uslab_cache_create("p", 32, &a, USLAB_POOL | USLAB_POISON);
 	CHECK(c, "USLAB_POOL with the debug tier");

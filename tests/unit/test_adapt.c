@@ -351,6 +351,43 @@ static void decay_monitor(void)
 	CHECK(!barn_monitor_running(), "the monitor exited");
 }
 
+/*
+ * The call that grows the capacity is the last one: the decay monitor must
+ * start from it (not only from a later slow path), and bring it back.
+ */
+static void decay_after_last_call(void)
+{
+	struct uslab_cache *c = uslab_cache_create("adapt-last", 64, NULL, 0);
+	unsigned int base = c->sheaf_capacity, ms = usl_opt.sheaf_decay_ms;
+	struct timespec tick = { 0, 2000000 };
+	static void *h[4096];
+	size_t n = 0;
+	uint64_t t0;
+	int it;
+
+	CHECK(c && 3 * base <= 4096, "create");
+	for (it = 0; it < 1000000; it++) {
+		n = uslab_cache_alloc_bulk(c, 3 * base, h);
+		CHECK(n == 3 * base, "alloc");
+		if (READ_ONCE(c->barn.capacity) != base)
+			break; /* grown by this call: no other call follows */
+		uslab_cache_free_bulk(c, n, h);
+		n = 0;
+	}
+	CHECK(READ_ONCE(c->barn.capacity) != base, "the capacity grew");
+	t0 = barn_now_ns();
+	while (READ_ONCE(c->barn.capacity) != base && barn_now_ns() - t0 < 40ull * ms * 1000000u)
+		nanosleep(&tick, NULL);
+	CHECK(READ_ONCE(c->barn.capacity) == base, "still %u (base %u) after %u ms idle",
+	      READ_ONCE(c->barn.capacity), base, 40 * ms);
+	t0 = barn_now_ns();
+	while (barn_monitor_running() && barn_now_ns() - t0 < 40ull * ms * 1000000u)
+		nanosleep(&tick, NULL);
+	CHECK(!barn_monitor_running(), "the monitor exited");
+	uslab_cache_free_bulk(c, n, h);
+	finish(c);
+}
+
 static void mixed(void)
 {
 	struct uslab_cache *c = uslab_cache_create("adapt-mixed", OBJ_SIZE, NULL, 0);
@@ -480,6 +517,7 @@ int main(void)
 	usl_opt.sheaf_decay_ms = 50;
 	RUN(decay_monitor);
 	RUN(decay_idle);
+	RUN(decay_after_last_call);
 	/* (The monitor exited: nobody reads the options now.) */
 	CHECK(!barn_monitor_running(), "no monitor");
 	usl_opt.sheaf_decay_ms = 2000; /* no decay in the middle of a run */
