@@ -36,7 +36,8 @@
  *
  * Traffic that stops makes no trade, so barn_decay() applies the second
  * rule from the decay monitor: a thread started when a cache first grows
- * (from pcs_self(), the entry of every slow path, holding no lock), which
+ * (barn_kick(), holding no lock: at the entry of every slow path,
+ * pcs_self(), and after the unlock of those that trade), which
  * every USLAB_SHEAF_DECAY_MS calls barn_decay() on each grown cache and
  * exits once none is grown. A grown capacity is thus back at its base
  * within about (halvings + 1) * USLAB_SHEAF_DECAY_MS of the last trade:
