@@ -165,10 +165,8 @@ void barn_adapt_init(struct uslab_cache *c, unsigned int requested)
 /* Whether @b's full sheaves stay pointers whatever their number (pool mode). */
 static bool keeps_all(struct barn *b)
 {
-#ifdef USLAB_POOL
 	if (barn_cache(b)->flags & USLAB_POOL)
-		return true;
-#endif
+		return true;	      /* (pools do not adapt either: lifecycle.c) */
 	return b->max_full >= 100000; /* USLAB_BARN_MAX_FULL's maximum: unbounded */
 }
 

@@ -314,6 +314,6 @@ void lifecycle_stats(const struct uslab_cache *c, struct uslab_cache_stats *st)
 	single = cache_node_stats(cc, st);
 	if (c->flags & CACHE_LARGE)
 		large_stats(st, single);
-	barn_stats(cc, st); /* its sheaves, the capacity now (wip-adapt) */
+	barn_stats(cc, st); /* its sheaves, the capacity now */
 	thread_sum_events(c, st->events);
 }
