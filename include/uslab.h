@@ -238,6 +238,34 @@ USLAB_API int uslab_cache_destroy(struct uslab_cache *c);
 USLAB_API int uslab_cache_shrink(struct uslab_cache *c);
 
 /**
+ * uslab_trim - give every free page back to the OS now.
+ *
+ * Flushes this thread's sheaves and shrinks every cache (as
+ * uslab_cache_shrink() on each: the barns' and the empty slabs' memory goes
+ * to the page heap), then purges every page the heap retains
+ * (madvise(MADV_DONTNEED), one call per contiguous free run) and unmaps its
+ * idle arenas. Objects other threads cache stay where they are (call
+ * uslab_thread_flush() on those threads first). Pages freed later are
+ * purged by the heap's decay as usual (doc/tuning.md: USLAB_PURGE_DELAY_MS).
+ * The malloc drop-in's malloc_trim() calls it.
+ *
+ * Context: any thread; not from inside a uslab callback (a constructor, an
+ * RCU callback). May take milliseconds: a system call per free run.
+ * Return: the bytes given back to the OS by this call (0 if none).
+ */
+USLAB_API size_t uslab_trim(void);
+
+/**
+ * uslab_heap_stats - the page heap's figures: what it maps, uses and
+ * retains, and what it has given back.
+ * @st: filled in on success (struct uslab_heap_stats, <uslab/stats.h>).
+ *
+ * Context: any thread.
+ * Return: 0 - @st filled in; -EINVAL - @st is NULL.
+ */
+USLAB_API int uslab_heap_stats(struct uslab_heap_stats *st);
+
+/**
  * uslab_cache_alloc - allocate one object.
  * @c: the cache. NULL, or a cache already destroyed (while its descriptor
  *     is not reused), stops the program with "uslab: BUG -: allocation of

@@ -34,8 +34,8 @@ _Static_assert(1u << USLAB_PRIV_SLAB_SHIFT == CACHELINE && sizeof(struct slab) =
 	       "a slab descriptor is one cache line, 2^USLAB_PRIV_SLAB_SHIFT bytes");
 _Static_assert(USLAB_PRIV_ENTRY_SHIFT_MASK == CACHELINE - 1,
 	       "an entry's shift lives in the bits a descriptor's alignment leaves zero");
-_Static_assert(PAGE_SHIFT + OS_MAX_ORDER <= USLAB_PRIV_ENTRY_SHIFT_MASK,
-	       "the largest slab's shift fits an entry's low bits");
+_Static_assert(ARENA_SHIFT <= USLAB_PRIV_ENTRY_SHIFT_MASK,
+	       "the largest shift (a huge object's granules) fits an entry's low bits");
 /* The cache id the inline kfree reads from the descriptor. */
 _Static_assert(offsetof(struct slab, pcs_id) == USLAB_PRIV_SLAB_PCS_ID &&
 		       sizeof(((struct slab *)0)->pcs_id) == sizeof(unsigned short),

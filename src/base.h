@@ -209,6 +209,7 @@ struct uslab_options {
 	unsigned int lookahead;	       /* USLAB_LOOKAHEAD */
 	unsigned int purge_delay_ms;   /* USLAB_PURGE_DELAY_MS */
 	unsigned int retain_kb;	       /* USLAB_RETAIN_KB */
+	unsigned int hugepages;	       /* USLAB_HUGEPAGES */
 	unsigned int prefetch;	       /* USLAB_PREFETCH */
 	unsigned int rcu_drain_ms;     /* USLAB_RCU_DRAIN_MS */
 	unsigned int rcu_batch_blocks; /* USLAB_RCU_BATCH_BLOCKS */

@@ -393,6 +393,7 @@ static void slab_discard(struct uslab_cache *c, struct slab *s, struct slab **re
 	node_stat(n, USLAB_STAT_SLAB_FREE);
 	s->state = SLAB_FREE;
 	s->pcs_id = 0; /* a kfree of one of its objects now goes to the checks */
+	os_slab_publish(s);
 	s->next = *release;
 	*release = s;
 }

@@ -216,24 +216,21 @@ int kmalloc_bootstrap(void)
 static struct slab *large_slab_alloc(size_t size, size_t align, bool *zeroed)
 {
 	size_t bytes = ALIGN_UP(size, PAGE_SIZE);
-	unsigned int order = get_order(bytes > align ? bytes : align);
 	struct slab *s;
 
-	USLAB_ASSERT(size && size <= (PAGE_SIZE << OS_MAX_ORDER) && align <= (1ul << ARENA_SHIFT));
-	s = os_slab_alloc(order);
+	USLAB_ASSERT(size && size <= USLAB_KMALLOC_MAX_SIZE && align <= (1ul << ARENA_SHIFT));
+	s = os_large_alloc(bytes, align);
 	if (!s)
 		return NULL;
-	USLAB_ASSERT(s->state == SLAB_NEW && !s->cache);
+	USLAB_ASSERT(s->state == SLAB_NEW && !s->cache && s->large && s->large_size == bytes);
 	s->freelist = NULL;
 	s->nfree = 0;
 	s->bump = s->objects = 1;
 	s->colour = 0;
 	s->pcs_id = 0; /* no sheaves: kfree goes to the slow path */
 	*zeroed = s->zeroed;
-	s->large_size = bytes;
-	/* Beyond the usable size: an ASan report, as past any object. */
-	asan_poison(s->base + bytes, (PAGE_SIZE << order) - bytes);
 	cache_slab_add_single(&large_cache, s); /* NEW -> FULL */
+	os_slab_publish(s);			/* its pages' descriptors name it */
 	return s;
 }
 
@@ -254,7 +251,7 @@ static void *large_alloc(size_t size, size_t align, bool zero)
 	 * kernel's overcommit policy on its bytes (uslab's own mappings are
 	 * MAP_NORESERVE, which the heuristic policy never refuses).
 	 */
-	if (size > (PAGE_SIZE << SLAB_MAX_ORDER) && !os_may_commit(ALIGN_UP(size, PAGE_SIZE))) {
+	if (size > HEAP_MAX_BYTES && !os_may_commit(ALIGN_UP(size, PAGE_SIZE))) {
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -389,9 +386,10 @@ void uslab_priv_kfree_slow(const void *p)
 		return;
 	}
 	s = object_slab(p, "kfree");
-	if (s->cache->flags & CACHE_LARGE)
+	if (s->cache->flags & CACHE_LARGE) {
 		cache_slab_drop_single(s);
-	else
+		os_kick(); /* its pages wait for the decay */
+	} else
 		uslab_cache_free(s->cache, (void *)p);
 }
 
@@ -443,19 +441,26 @@ void uslab_kfree_sensitive(const void *p)
 /* ------------------------------------------------------------ resize */
 
 /*
- * A large object resized within its slab when @size still needs more than
- * half of it (a shrink below that moves to memory of the right size).
- * Return: whether it was.
+ * A large object resized without copying (os_large_resize: into the free
+ * pages after it, its tail given back, or a huge one by mremap) when
+ * @size is still large. Return: whether it was (s->base may have moved).
  */
 static bool large_resize(struct slab *s, size_t size)
 {
-	size_t cap = PAGE_SIZE << s->order, bytes = ALIGN_UP(size, PAGE_SIZE);
+	size_t bytes = ALIGN_UP(size, PAGE_SIZE);
 
-	if (size <= USLAB_KMALLOC_MAX_CACHE_SIZE || size > cap || bytes <= cap / 2)
+	if (size <= USLAB_KMALLOC_MAX_CACHE_SIZE || size > USLAB_KMALLOC_MAX_SIZE)
 		return false;
-	asan_unpoison(s->base, bytes);
-	asan_poison(s->base + bytes, cap - bytes);
+	if (bytes == s->large_size)
+		return true;
+	/* A huge object grows by what the C library's malloc would be refused. */
+	if (bytes > HEAP_MAX_BYTES && bytes > s->large_size &&
+	    !os_may_commit(bytes - s->large_size))
+		return false;
+	if (!os_large_resize(s, bytes))
+		return false;
 	cache_slab_resize_single(s, bytes); /* s->large_size, and its node's sum */
+	os_kick();			    /* a shrink's pages wait for the decay */
 	return true;
 }
 
@@ -479,7 +484,7 @@ void *uslab_krealloc(const void *p, size_t size)
 		s = object_slab(p, "krealloc");
 		if (s->cache->flags & CACHE_LARGE) {
 			if (large_resize(s, size))
-				return (void *)p;
+				return s->base; /* (a huge object may have moved) */
 			old = s->large_size;
 		} else {
 			struct uslab_cache *c = s->cache;

@@ -165,19 +165,41 @@ int uslab_cache_destroy(struct uslab_cache *c)
 	return 0;
 }
 
-int uslab_cache_shrink(struct uslab_cache *c)
+/* Shrink's part per cache: this thread's sheaves, the barn, a pool's objects, empty slabs. */
+static void shrink_one(struct uslab_cache *c, void *arg)
 {
-	if (!c)
-		return -EINVAL;
-	cache_check_live(c, "shrink");
+	(void)arg;
 	if (c->sheaf_capacity) {
 		pcs_flush_self(c);
 		barn_drain(c);
 	}
 	cache_pool_release(c);
 	cache_shrink_node(c);
+}
+
+int uslab_cache_shrink(struct uslab_cache *c)
+{
+	if (!c)
+		return -EINVAL;
+	cache_check_live(c, "shrink");
+	shrink_one(c, NULL);
 	os_purge();
 	gp_kick();
+	return 0;
+}
+
+size_t uslab_trim(void)
+{
+	cache_for_each(shrink_one, NULL);
+	gp_kick(); /* slabs of TYPESAFE_BY_RCU caches: after their grace period */
+	return os_purge();
+}
+
+int uslab_heap_stats(struct uslab_heap_stats *st)
+{
+	if (!st)
+		return -EINVAL;
+	os_heap_stats(st);
 	return 0;
 }
 

@@ -11,15 +11,16 @@
  * uslab API itself or not. glibc documents which functions a replacement
  * must provide ("Replacing malloc"): malloc, free, calloc, realloc, and
  * aligned_alloc, malloc_usable_size, memalign, posix_memalign, pvalloc,
- * valloc; reallocarray is here too. C++ new and delete reach malloc and
- * free through libstdc++.
+ * valloc; reallocarray and malloc_trim (uslab_trim) are here too. C++ new
+ * and delete reach malloc and free through libstdc++.
  *
  * Sizes: a request of n bytes takes the kmalloc class of n rounded up to
  * 16, so every object of 16 bytes or more is 16-byte aligned as glibc's
  * are (gcc assumes it of malloc on x86-64: MALLOC_ABI_ALIGNMENT); malloc(0)
  * returns a unique 16-byte object, as glibc does. Above 32 KiB an object is
  * a large object (pages); every uslab tunable applies (USLAB_PURGE_DELAY_MS
- * and USLAB_RETAIN_KB decide how soon freed memory goes back to the OS).
+ * and USLAB_RETAIN_KB decide how soon freed memory goes back to the OS;
+ * malloc_trim gives it back at once).
  *
  * Compiled with -fno-builtin: gcc must not turn the code below into calls
  * of the functions it defines (malloc + memset into calloc, say).
@@ -47,6 +48,7 @@ EXPORT void *memalign(size_t align, size_t size);
 EXPORT void *valloc(size_t size);
 EXPORT void *pvalloc(size_t size);
 EXPORT size_t malloc_usable_size(void *p);
+EXPORT int malloc_trim(size_t pad);
 
 /* A request beyond the classes, or 0 bytes. */
 static __attribute__((noinline)) void *malloc_slow(size_t size)
@@ -178,4 +180,11 @@ void *pvalloc(size_t size)
 size_t malloc_usable_size(void *p)
 {
 	return uslab_ksize(p);
+}
+
+/* glibc's contract: 1 if memory was given back to the OS, else 0. @pad: nothing is kept at a heap top here. */
+int malloc_trim(size_t pad)
+{
+	(void)pad;
+	return uslab_trim() != 0;
 }

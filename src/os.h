@@ -16,8 +16,11 @@
 #define ARENA_SHIFT 26
 /* Slabs of caches go up to 2^SLAB_MAX_ORDER pages (32 MiB). */
 #define SLAB_MAX_ORDER 13
-/* Huge slabs (kmalloc's large objects) up to 2^OS_MAX_ORDER pages (64 TiB). */
-#define OS_MAX_ORDER 34
+/* Pages of the page heap's arenas: one 2^ARENA_SHIFT arena holds 2^HEAP_ORDER_MAX pages. */
+#define HEAP_ORDER_MAX (ARENA_SHIFT - PAGE_SHIFT)
+#define ARENA_PAGES (1ul << HEAP_ORDER_MAX)
+/* Large objects above this many bytes are huge: a mapping of their own (os.c). */
+#define HEAP_MAX_BYTES (PAGE_SIZE << SLAB_MAX_ORDER)
 
 /*
  * The state of a slab (struct slab.state). The transitions are tabled at
@@ -30,12 +33,9 @@ enum slab_state {
 	SLAB_NEW,      /* just taken by a cache, not yet on any list */
 	SLAB_PARTIAL,  /* on the node partial list: some objects free */
 	SLAB_FULL,     /* no free object in the slab; on no list */
-	SLAB_DIRTY,    /* free slot of an arena, pages still resident (os.c) */
-	SLAB_PURGING,  /* free slot being given back outside os_lock (os.c) */
+	SLAB_TAIL,     /* a page of a slab after its first: os_slab_lookup()
+			  goes to the slab's descriptor, @head (os.c) */
 };
-
-/* An os call purges at most this many retained slabs (and about 256 KiB). */
-#define OS_PURGE_BATCH 4
 
 /*
  * struct slab - descriptor of one slab. Lives in its arena's descriptor
@@ -47,13 +47,22 @@ enum slab_state {
  * A slab is on at most one list at a time, so one pointer pair serves
  * them all: @list links the doubly linked lists (src/list.h), @next the
  * singly linked chains, and the two overlay (@next is @list.next).
+ *
+ * The page heap (os.c) has one descriptor per page. A slab's is its
+ * first page's; the descriptors of its other pages are tails (state
+ * SLAB_TAIL, @base NULL, @head its descriptor) that mirror @cache and
+ * @pcs_id (os_slab_publish), so the inline kfree reads the right cache id
+ * from any page and os_slab_lookup() goes to the slab in one more load.
  */
 struct slab {
 	struct uslab_cache *cache; /* owner; NULL while the slot is free */
-	/* FREEPTR: the first free object, chain encoded. Index layouts: the
-	   index array (OBJFREELIST: the free object holding it, NULL while
-	   no index is free) */
-	void *freelist;
+	union {
+		/* FREEPTR: the first free object, chain encoded. Index layouts:
+		   the index array (OBJFREELIST: the free object holding it, NULL
+		   while no index is free) */
+		void *freelist;
+		struct slab *head; /* SLAB_TAIL: the slab's descriptor */
+	};
 	uint32_t nfree; /* free objects on @freelist */
 	uint32_t bump;	/* objects [bump, objects) never used */
 	/* @objects and @colour are set before the slab is published and do
@@ -61,23 +70,21 @@ struct slab {
 	uint32_t objects : 28; /* objects in the slab */
 	uint32_t colour : 4;   /* first object at base + colour * cache->colour_off */
 	uint8_t : 0; /* (C11: a separate memory location from @state, written under the lock) */
-	uint8_t state : 7;  /* enum slab_state */
+	uint8_t state : 6;  /* enum slab_state */
 	uint8_t zeroed : 1; /* os.c gave it reading as zeros */
-	uint8_t order;	    /* the slab is 2^order pages */
+	uint8_t large : 1;  /* a large object's: large_size bytes (os_large_alloc) */
+	uint8_t order;	    /* a cache's slab is 2^order pages */
 	/* The cache's id while its objects may be freed to sheaves, else 0:
 	   the inline kfree's pcs (uslab/kmalloc.h) */
 	uint16_t pcs_id;
 	union {
-		/* PARTIAL: the node partial list; DIRTY, PURGING: os.c's lists */
+		/* PARTIAL: the node partial list */
 		struct list_node list;
-		/* FREE: a release chain (cache.c, gp.c) or an arena's free slots */
+		/* FREE: a release chain (cache.c, gp.c) */
 		struct slab *next;
 	};
-	char *base; /* first byte of the slab */
-	union {
-		uint64_t freed_ms;   /* DIRTY: when os.c got it back */
-		uint64_t large_size; /* a large object's slab: its usable bytes */
-	};
+	char *base;	     /* first byte of the slab; NULL in a tail */
+	uint64_t large_size; /* a large object's slab: its usable bytes, whole pages */
 };
 
 _Static_assert(sizeof(struct slab) == CACHELINE, "a slab descriptor is one cache line");
@@ -85,6 +92,9 @@ _Static_assert(offsetof(struct slab, next) == offsetof(struct slab, list.next),
 	       "@next is @list.next");
 
 INTERNAL struct slab *os_slab_alloc(unsigned int order);
+INTERNAL struct slab *os_large_alloc(size_t bytes, size_t align);
+INTERNAL bool os_large_resize(struct slab *s, size_t bytes);
+INTERNAL void os_slab_publish(struct slab *s);
 INTERNAL void os_slab_free(struct slab *s);
 INTERNAL void os_slab_prefetch(const void *p);
 
@@ -121,6 +131,12 @@ static inline struct slab *os_slab_lookup(const void *p)
 	s = slab_desc(a, e);
 	if (!__atomic_load_n(&s->cache, __ATOMIC_ACQUIRE))
 		return NULL;
+	if (unlikely(!__atomic_load_n(&s->base, __ATOMIC_RELAXED))) {
+		/* A tail: its slab's descriptor, published before the tail's @cache. */
+		s = __atomic_load_n(&s->head, __ATOMIC_RELAXED);
+		if (!__atomic_load_n(&s->cache, __ATOMIC_ACQUIRE))
+			return NULL;
+	}
 	return s;
 }
 INTERNAL void *os_mmap(size_t size);
@@ -130,7 +146,23 @@ INTERNAL void os_fork_prepare(void);
 INTERNAL void os_fork_parent(void);
 INTERNAL void os_fork_child(void);
 INTERNAL size_t os_arena_count(void);
-INTERNAL void os_purge(void);
+INTERNAL size_t os_purge(void);
 INTERNAL size_t os_dirty_bytes(void);
+struct uslab_heap_stats;
+INTERNAL void os_heap_stats(struct uslab_heap_stats *st);
+
+/*
+ * os_kick - start the page heap's decay thread if freed pages wait for
+ * one (os_decay_need). Call only where no uslab lock is held: starting a
+ * thread may allocate, through uslab when it is the malloc.
+ */
+INTERNAL extern bool os_decay_need;
+INTERNAL void os_decay_start(void);
+INTERNAL bool os_decay_running(void);
+static inline void os_kick(void)
+{
+	if (unlikely(__atomic_load_n(&os_decay_need, __ATOMIC_RELAXED)))
+		os_decay_start();
+}
 
 #endif /* USLAB_OS_H */

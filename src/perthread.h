@@ -58,14 +58,16 @@ INTERNAL void barn_monitor_start(void);
 INTERNAL bool barn_monitor_running(void);
 
 /*
- * barn_kick - start the decay monitor if a cache grew without one running.
- * Two loads when nothing is to do. Context: no uslab lock held.
+ * barn_kick - start the decay monitor if a cache grew without one running,
+ * and the page heap's decay thread if freed pages wait without one
+ * (os_kick). Two loads when nothing is to do. Context: no uslab lock held.
  */
 static inline void barn_kick(void)
 {
 	if (unlikely(__atomic_load_n(&barn_monitor_need, __ATOMIC_RELAXED)) &&
 	    !barn_monitor_running())
 		barn_monitor_start();
+	os_kick();
 }
 
 /* ---------------------------------------------------- pcs.c, thread.c */

@@ -98,6 +98,7 @@ void slab_setup(struct uslab_cache *c, struct slab *s, void *offslab)
 	}
 	s->pcs_id = c->id > 0 ? (uint16_t)c->id : 0;
 	__atomic_store_n(&s->cache, c, __ATOMIC_RELEASE);
+	os_slab_publish(s); /* its other pages' descriptors name it too */
 }
 
 /* Hand out up to @max never-used objects of @s into @dst. */

@@ -109,6 +109,38 @@ struct uslab_cache_stats {
 	unsigned int sheaf_capacity_max;
 };
 
+/**
+ * struct uslab_heap_stats - the page heap (uslab_heap_stats()). Bytes
+ * unless named otherwise; "cumulative" figures count since start-up.
+ * @mapped_bytes:   address space mapped for slabs and large objects (64 MiB
+ *                  arenas, and huge objects' own mappings).
+ * @used_bytes:     pages given to slabs and large objects now.
+ * @retained_bytes: free pages still resident, waiting for the decay to
+ *                  purge them (or to be taken again first).
+ * @purged_bytes:   cumulative: bytes given back with madvise or munmap.
+ * @madvise_calls:  cumulative: madvise(MADV_DONTNEED) calls that purged.
+ * @munmap_calls:   cumulative: arenas and huge objects unmapped (whole or
+ *                  their tails).
+ * @mremap_calls:   cumulative: huge objects grown without copying.
+ * @grown_in_place: cumulative: large objects grown into the free pages
+ *                  after them.
+ * @arenas:         heap arenas mapped now.
+ * @huge_objects:   objects above 32 MiB (own mappings) now.
+ */
+struct uslab_heap_stats {
+	uint64_t mapped_bytes;
+	uint64_t used_bytes;
+	uint64_t retained_bytes;
+	uint64_t purged_bytes;
+	uint64_t madvise_calls;
+	uint64_t munmap_calls;
+	uint64_t mremap_calls;
+	uint64_t grown_in_place;
+	uint64_t arenas;
+	uint64_t huge_objects;
+	uint64_t reserved[6];
+};
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * test_os.c - os.c: slabs are naturally aligned, the registry maps every
- * byte of a live slab to its descriptor and nothing else, memory goes back
- * to the OS on free, arenas of an order are released when empty; purging
- * is done by later os calls in bounded batches, within the retain budget,
- * and completely by os_purge(); concurrent purges, arena releases and
- * reuse never hand out a slot twice.
+ * test_os.c - os.c, the page heap: slabs are naturally aligned, the
+ * registry maps every byte of a live slab to its descriptor and nothing
+ * else, freed pages are retained and serve slabs of any order and large
+ * objects, the decay thread purges them with no further call, idle arenas
+ * are released; large objects resize in place and huge ones by mremap;
+ * frees beyond the retain budget purge a batch; os_purge() returns
+ * everything; concurrent purges, arena releases and reuse never hand out
+ * a page twice.
  */
 #include <pthread.h>
 #include <sys/mman.h>
@@ -27,6 +29,7 @@ static void test_alignment_and_lookup(void)
 		CHECK(s->order == order && s->state == SLAB_NEW, "descriptor initialised");
 		CHECK(os_slab_lookup(s->base) == NULL, "not live before a cache owns it");
 		s->cache = &fake;
+		os_slab_publish(s);
 		CHECK(os_slab_lookup(s->base) == s, "first byte");
 		CHECK(os_slab_lookup(s->base + size - 1) == s, "last byte");
 		CHECK(os_slab_lookup(s->base + size / 2) == s, "middle");
@@ -35,6 +38,7 @@ static void test_alignment_and_lookup(void)
 		s->base[size - 1] = 2;
 		s->cache = NULL;
 		os_slab_free(s);
+		CHECK(os_slab_lookup(s->base + size - 1) == NULL, "its pages are free");
 		CHECK(os_slab_lookup(t->base) == NULL, "free slot of t is not live");
 		os_slab_free(t);
 	}
@@ -116,25 +120,6 @@ static void test_arena_release(void)
 	CHECK(os_slab_lookup(s[0]->base) == NULL, "lookup after release");
 }
 
-/* Retained pages go back after USLAB_PURGE_DELAY_MS, on a later os call. */
-static void test_purge_delay(void)
-{
-	unsigned int delay = usl_opt.purge_delay_ms;
-	struct slab *s, *t;
-	struct timespec ts = { 0, 30 * 1000 * 1000 };
-
-	usl_opt.purge_delay_ms = 10;
-	s = os_slab_alloc(4);
-	os_slab_free(s);
-	CHECK(os_dirty_bytes() == PAGE_SIZE << 4, "retained");
-	nanosleep(&ts, NULL); /* three times the delay */
-	t = os_slab_alloc(5); /* any os call purges what is old */
-	os_slab_free(t);
-	CHECK(os_dirty_bytes() == PAGE_SIZE << 5, "the old one purged, the new one retained");
-	os_purge();
-	usl_opt.purge_delay_ms = delay;
-}
-
 static void sleep_ms(long ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000 * 1000 };
@@ -142,66 +127,140 @@ static void sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
-#define NDIRTY 20
-
-/*
- * A backlog of old dirty slabs is purged by later os calls, at most
- * OS_PURGE_BATCH slabs per call, until all their pages are gone.
- */
-static void test_purge_bounded_steps(void)
+/* Retained pages go back by the decay thread, with no further call. */
+static void test_decay_thread(void)
 {
 	unsigned int delay = usl_opt.purge_delay_ms;
-	size_t slab = PAGE_SIZE << 2, prev, calls = 0;
-	struct slab *s[NDIRTY], *t;
-	char *base[NDIRTY];
-	long r0, r1;
+	struct slab *s;
+	char *base;
+	int waited = 0;
 
 	os_purge();
-	usl_opt.purge_delay_ms = 60000; /* none due while they are freed */
-	for (int i = 0; i < NDIRTY; i++) {
-		s[i] = os_slab_alloc(2);
-		CHECK(s[i], "alloc %d", i);
-		base[i] = s[i]->base;
-		memset(base[i], 0x5a, slab);
+	usl_opt.purge_delay_ms = 10;
+	s = os_slab_alloc(4);
+	base = s->base;
+	memset(base, 1, PAGE_SIZE << 4);
+	os_slab_free(s);
+	CHECK(os_dirty_bytes() == PAGE_SIZE << 4, "retained");
+	os_kick();
+	CHECK(os_decay_running(), "the decay thread started");
+	while (os_dirty_bytes() && waited < 5000) {
+		sleep_ms(5);
+		waited += 5;
 	}
-	r0 = rss_bytes();
-	for (int i = 0; i < NDIRTY; i++)
-		os_slab_free(s[i]);
-	CHECK(os_dirty_bytes() == NDIRTY * slab, "all %d retained: %zu", NDIRTY, os_dirty_bytes());
+	CHECK(os_dirty_bytes() == 0, "purged by the thread alone in %d ms", waited);
+	CHECK(resident_pages(base, PAGE_SIZE << 4) == 0, "its pages went back");
+	while (os_decay_running() && waited < 10000) {
+		sleep_ms(5);
+		waited += 5;
+	}
+	CHECK(!os_decay_running(), "the thread exits with nothing retained");
 	usl_opt.purge_delay_ms = delay;
-	sleep_ms(3 * delay); /* all of them are due now */
-	prev = os_dirty_bytes();
-	t = os_slab_alloc(7); /* an os call on another order */
-	CHECK(t, "alloc order 7");
-	calls++;
-	CHECK(os_dirty_bytes() < prev, "the call purged something");
-	CHECK(prev - os_dirty_bytes() <= OS_PURGE_BATCH * slab,
-	      "one call purges at most %d slabs: %zu -> %zu", OS_PURGE_BATCH, prev,
-	      os_dirty_bytes());
-	while (os_dirty_bytes() > 0 && calls < 4 * NDIRTY) {
-		/* Free the order-7 slab (retained, not due) and take it back. */
-		prev = os_dirty_bytes();
-		os_slab_free(t);
-		t = os_slab_alloc(7);
-		calls += 2;
-		CHECK(os_dirty_bytes() < prev, "progress on every pair of calls");
-		CHECK(prev - os_dirty_bytes() <= 2 * OS_PURGE_BATCH * slab, "bounded: %zu -> %zu",
-		      prev, os_dirty_bytes());
-	}
-	CHECK(os_dirty_bytes() == 0, "the backlog is gone after %zu calls", calls);
-	CHECK(calls <= 1 + 2 * ((NDIRTY + OS_PURGE_BATCH - 1) / OS_PURGE_BATCH),
-	      "in about %d / %d calls: %zu", NDIRTY, OS_PURGE_BATCH, calls);
-	for (int i = 0; i < NDIRTY; i++)
-		CHECK(resident_pages(base[i], slab) == 0, "slab %d's pages returned", i);
-	r1 = rss_bytes();
-	/* (mincore above is exact; RSS also moves with the sanitizers' runtimes) */
-	CHECK(r0 - r1 >= (long)(NDIRTY * slab) / 2, "RSS fell by the backlog: %ld of %zu", r0 - r1,
-	      NDIRTY * slab);
-	os_slab_free(t);
-	os_purge();
 }
 
-/* Beyond USLAB_RETAIN_KB the oldest slabs go at once, a bounded batch per free. */
+/* A freed slab's pages serve slabs of other orders and large objects. */
+static void test_any_order(void)
+{
+	unsigned int delay = usl_opt.purge_delay_ms;
+	struct uslab_heap_stats a, b;
+	struct slab *big, *small[8], *large;
+	char *lo, *hi;
+
+	os_purge();
+	usl_opt.purge_delay_ms = 60000; /* nothing purged meanwhile */
+	big = os_slab_alloc(12);	/* 16 MiB */
+	CHECK(big, "order 12");
+	lo = big->base;
+	hi = lo + (PAGE_SIZE << 12);
+	memset(lo, 0x5a, PAGE_SIZE << 12);
+	os_slab_free(big);
+	os_heap_stats(&a);
+	for (int i = 0; i < 8; i++) {
+		small[i] = os_slab_alloc(i % 4);
+		CHECK(small[i] && small[i]->base >= lo && small[i]->base < hi && !small[i]->zeroed,
+		      "order %d slab %d from the freed slab's pages, dirty", i % 4, i);
+		CHECK((uintptr_t)small[i]->base % (PAGE_SIZE << (i % 4)) == 0, "aligned");
+	}
+	large = os_large_alloc(9 * PAGE_SIZE, PAGE_SIZE);
+	CHECK(large && large->base >= lo && large->base < hi && large->large_size == 9 * PAGE_SIZE,
+	      "a large object of 9 pages from them too");
+	os_heap_stats(&b);
+	CHECK(b.mapped_bytes == a.mapped_bytes && b.arenas == a.arenas, "nothing new mapped");
+	CHECK(b.used_bytes - a.used_bytes == (1 + 2 + 4 + 8) * 2 * PAGE_SIZE + 9 * PAGE_SIZE,
+	      "exactly the pages asked for: %llu",
+	      (unsigned long long)(b.used_bytes - a.used_bytes));
+	for (int i = 0; i < 8; i++)
+		os_slab_free(small[i]);
+	os_slab_free(large);
+	os_heap_stats(&a);
+	CHECK(a.used_bytes == b.used_bytes - ((1 + 2 + 4 + 8) * 2 + 9) * PAGE_SIZE, "all back");
+	usl_opt.purge_delay_ms = delay;
+	os_purge();
+	os_heap_stats(&a);
+	CHECK(a.retained_bytes == 0, "purged");
+}
+
+/* Large objects grow into the free pages after them, shrink in place, and huge ones by mremap. */
+static void test_large_resize(void)
+{
+	struct uslab_heap_stats a, b;
+	struct slab *s, *t;
+	char *base;
+
+	os_purge();
+	os_heap_stats(&a);
+	s = os_large_alloc(10 * PAGE_SIZE, PAGE_SIZE);
+	CHECK(s, "large");
+	s->cache = &fake;
+	os_slab_publish(s);
+	base = s->base;
+	memset(base, 3, 10 * PAGE_SIZE);
+	/* Grow while the pages after it are free (the lowest block of 16 was taken: 6 free after). */
+	if (os_large_resize(s, 16 * PAGE_SIZE)) {
+		s->large_size = 16 * PAGE_SIZE;
+		CHECK(s->base == base && base[10 * PAGE_SIZE - 1] == 3, "in place, contents kept");
+		CHECK(os_slab_lookup(base + 15 * PAGE_SIZE) == s, "its new pages are its own");
+		os_heap_stats(&b);
+		CHECK(b.grown_in_place == a.grown_in_place + 1, "counted");
+	}
+	t = os_slab_alloc(0);
+	CHECK(t, "a page");
+	CHECK(os_large_resize(s, 4 * PAGE_SIZE), "a shrink is always in place");
+	s->large_size = 4 * PAGE_SIZE;
+	CHECK(os_slab_lookup(base + 3 * PAGE_SIZE) == s &&
+		      os_slab_lookup(base + 4 * PAGE_SIZE) != s,
+	      "its tail is not its own any more");
+	s->cache = NULL;
+	os_slab_free(s);
+	os_slab_free(t);
+
+	/* Huge: 40 MiB, grown to 200 MiB by mremap, contents kept. */
+	s = os_large_alloc(40ul << 20, PAGE_SIZE);
+	CHECK(s, "huge");
+	s->cache = &fake;
+	os_slab_publish(s);
+	memset(s->base, 7, 40ul << 20);
+	CHECK(os_large_resize(s, 200ul << 20), "huge grows");
+	s->large_size = 200ul << 20;
+	CHECK(s->base[0] == 7 && s->base[(40ul << 20) - 1] == 7, "contents kept");
+	CHECK(os_slab_lookup(s->base + (199ul << 20)) == s, "every granule maps to it");
+	os_heap_stats(&b);
+	CHECK(b.mremap_calls > a.mremap_calls && b.huge_objects == a.huge_objects + 1, "mremap");
+	CHECK(os_large_resize(s, 50ul << 20), "huge shrinks");
+	s->large_size = 50ul << 20;
+	CHECK(s->base[(40ul << 20) - 1] == 7, "kept");
+	base = s->base;
+	s->cache = NULL;
+	os_slab_free(s);
+	CHECK(os_slab_lookup(base) == NULL, "unmapped");
+	os_heap_stats(&b);
+	CHECK(b.huge_objects == a.huge_objects && b.mapped_bytes <= a.mapped_bytes + (64ul << 20),
+	      "gone");
+}
+
+#define NDIRTY 20
+
+/* Beyond USLAB_RETAIN_KB the free itself purges a bounded batch. */
 static void test_retain_budget(void)
 {
 	unsigned int delay = usl_opt.purge_delay_ms, retain = usl_opt.retain_kb;
@@ -215,13 +274,9 @@ static void test_retain_budget(void)
 		s[i] = os_slab_alloc(2);
 	for (int i = 0; i < NDIRTY; i++) {
 		os_slab_free(s[i]);
-		CHECK(os_dirty_bytes() == (i < 4 ? (size_t)(i + 1) : 4) * slab,
-		      "free %d: within the budget: %zu", i, os_dirty_bytes());
+		CHECK(os_dirty_bytes() <= 4 * slab, "free %d: within the budget: %zu", i,
+		      os_dirty_bytes());
 	}
-	CHECK(resident_pages(s[0]->base, slab) == 0, "the oldest went back");
-	/* Retained slabs are reused newest first. */
-	CHECK(os_slab_alloc(2) == s[NDIRTY - 1], "newest first");
-	os_slab_free(s[NDIRTY - 1]);
 	usl_opt.retain_kb = retain;
 	usl_opt.purge_delay_ms = delay;
 	os_purge();
@@ -285,6 +340,7 @@ static void *conc_worker(void *arg)
 
 		CHECK_COUNTED(checks, s && s->state == SLAB_NEW, "a new slab");
 		__atomic_store_n(&s->cache, &fake, __ATOMIC_RELEASE);
+		os_slab_publish(s);
 		*(uintptr_t *)s->base = stamp;
 		*(uintptr_t *)(s->base + size - sizeof(stamp)) = stamp;
 		CHECK_COUNTED(checks, os_slab_lookup(s->base + size / 2) == s, "lookup");
@@ -326,8 +382,9 @@ int main(void)
 	RUN(test_alignment_and_lookup);
 	RUN(test_memory_returned);
 	RUN(test_arena_release);
-	RUN(test_purge_delay);
-	RUN(test_purge_bounded_steps);
+	RUN(test_decay_thread);
+	RUN(test_any_order);
+	RUN(test_large_resize);
 	RUN(test_retain_budget);
 	RUN(test_purge_everything);
 	RUN(test_concurrent_purge);
