@@ -80,7 +80,9 @@
  *
  * Decay: a thread of os.c (started by os_kick() from where no lock is held,
  * when freed pages appear; it exits once nothing is retained) ticks every
- * USLAB_PURGE_DELAY_MS. Each tick purges the dirty pages that are not
+ * USLAB_PURGE_DELAY_MS. Where it cannot run (its start failed; the child
+ * of a fork never starts one) the frees run the due ticks themselves, a
+ * bounded batch (about 256 KiB) each. Each tick purges the dirty pages that are not
  * young (freed at least one tick ago) beyond the recent demand (the pages
  * the heap handed out during the last tick: memory likely to be asked for
  * again is kept, the lowest addresses first, which are taken first), then
@@ -184,9 +186,11 @@ static struct {
 bool os_decay_need; /* dirty pages and no decay thread: os_kick() starts one */
 static struct {
 	bool running;	   /* under os_lock (read without it by os_decay_running) */
+	bool no_thread;	   /* a child of fork: never starts one (decays inline) */
+	bool inline_decay; /* no thread (a child, or a start failed): frees run the ticks */
 	uint64_t retry_ms; /* a start that failed is retried after */
-	pthread_once_t atfork;
-} D = { .atfork = PTHREAD_ONCE_INIT };
+	uint64_t next_ms;  /* inline_decay: the next tick is due */
+} D;
 
 static uint64_t now_ms(void)
 {
@@ -758,14 +762,36 @@ static struct slab *heap_take(size_t n, unsigned int align_order)
 	return s;
 }
 
+/*
+ * tsan_forget - under ThreadSanitizer, map fresh pages over [p, p + n)
+ * before they serve a new owner: TSan cannot see a grace period (liburcu
+ * is not instrumented), so a reader's access to an object freed by RCU
+ * would race with the next owner's first write to the same page, now that
+ * a page may serve any cache. Its mmap interceptor makes the range look
+ * written by this thread. A test build's cost; nothing otherwise.
+ */
+static void tsan_forget(struct slab *s, char *p, size_t n)
+{
+#if defined(__SANITIZE_THREAD__)
+	if (mmap(p, n, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) != MAP_FAILED &&
+	    p == s->base)
+		s->zeroed = 1;
+#else
+	(void)s, (void)p, (void)n;
+#endif
+}
+
 struct slab *os_slab_alloc(unsigned int order)
 {
 	struct slab *s;
 
 	USLAB_ASSERT(order <= SLAB_MAX_ORDER);
 	s = heap_take(1ul << order, order);
-	if (s)
+	if (s) {
 		s->order = (uint8_t)order;
+		tsan_forget(s, s->base, PAGE_SIZE << order);
+	}
 	return s;
 }
 
@@ -828,9 +854,9 @@ struct slab *os_large_alloc(size_t bytes, size_t align)
 		     align <= ARENA_GRANULE && !(align & (align - 1)));
 	if (bytes > HEAP_MAX_BYTES || align > HEAP_MAX_BYTES)
 		s = huge_alloc(bytes);
-	else
-		s = heap_take(bytes >> PAGE_SHIFT,
-			      (unsigned int)__builtin_ctzl(align) - PAGE_SHIFT);
+	else if ((s = heap_take(bytes >> PAGE_SHIFT,
+				(unsigned int)__builtin_ctzl(align) - PAGE_SHIFT)))
+		tsan_forget(s, s->base, bytes);
 	if (s) {
 		s->large = 1;
 		s->large_size = bytes;
@@ -982,10 +1008,11 @@ size_t os_purge(void)
 /* ----------------------------------------------------------------- decay */
 
 /*
- * One tick: purge what is old beyond the last tick's demand, age the
- * young. Return: whether anything stays retained (the thread goes on).
+ * decay_step - one tick: purge what is old beyond the last tick's demand
+ * (at most @budget pages), then age the young. Without os_lock.
+ * Return: whether anything stays retained.
  */
-static bool decay_tick(void)
+static bool decay_step(size_t budget)
 {
 	size_t keep;
 	bool more;
@@ -994,16 +1021,12 @@ static bool decay_tick(void)
 	keep = (size_t)(H.taken - H.taken_tick);
 	H.taken_tick = H.taken;
 	ulock_unlock(&os_lock);
-	purge_pass(false, keep, SIZE_MAX);
+	purge_pass(false, keep, budget);
 	ulock_lock(&os_lock);
 	for (struct arena *a = heap; a; a = a->next)
 		if (a->ndirty)
 			memset(a->young, 0, sizeof(a->young));
 	more = H.retained != 0;
-	if (!more) {
-		__atomic_store_n(&D.running, false, __ATOMIC_RELEASE);
-		WRITE_ONCE(os_decay_need, false);
-	}
 	ulock_unlock(&os_lock);
 	return more;
 }
@@ -1011,29 +1034,23 @@ static bool decay_tick(void)
 static void *decay_main(void *arg)
 {
 	(void)arg;
-	do {
+	for (;;) {
 		unsigned int ms = usl_opt.purge_delay_ms ? usl_opt.purge_delay_ms : 1;
 		struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000 };
 
 		nanosleep(&ts, NULL);
-	} while (decay_tick());
-	return NULL;
-}
-
-/*
- * The child of fork has no decay thread and starts one at its first
- * os_kick() with pages retained (a child that only calls exec or _exit
- * gets none).
- */
-static void decay_fork_child(void)
-{
-	D.running = false;
-	D.retry_ms = 0;
-}
-
-static void decay_atfork(void)
-{
-	pthread_atfork(NULL, NULL, decay_fork_child);
+		if (decay_step(SIZE_MAX))
+			continue;
+		/* Nothing retained: stop, unless a free came since (it saw the thread running). */
+		ulock_lock(&os_lock);
+		if (!H.retained) {
+			__atomic_store_n(&D.running, false, __ATOMIC_RELEASE);
+			WRITE_ONCE(os_decay_need, false);
+			ulock_unlock(&os_lock);
+			return NULL;
+		}
+		ulock_unlock(&os_lock);
+	}
 }
 
 void os_decay_start(void)
@@ -1044,9 +1061,8 @@ void os_decay_start(void)
 	pthread_t tid;
 	int err;
 
-	pthread_once(&D.atfork, decay_atfork);
 	ulock_lock(&os_lock);
-	if (D.running || now < D.retry_ms || !os_decay_need) {
+	if (D.running || D.no_thread || now < D.retry_ms || !os_decay_need) {
 		ulock_unlock(&os_lock);
 		return;
 	}
@@ -1062,14 +1078,17 @@ void os_decay_start(void)
 	err = pthread_create(&tid, &attr, decay_main, NULL);
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	ulock_lock(&os_lock);
 	if (err) {
-		/* Frees beyond the retention cap purge a batch themselves meanwhile. */
-		ulock_lock(&os_lock);
+		/* Frees run the ticks themselves meanwhile, a bounded batch each. */
 		__atomic_store_n(&D.running, false, __ATOMIC_RELAXED);
 		WRITE_ONCE(os_decay_need, true);
 		D.retry_ms = now + 100;
-		ulock_unlock(&os_lock);
+		D.inline_decay = true;
+	} else {
+		D.inline_decay = false;
 	}
+	ulock_unlock(&os_lock);
 }
 
 bool os_decay_running(void)
@@ -1100,7 +1119,7 @@ void os_slab_free(struct slab *s)
 {
 	struct arena *a = arena_of(s->base);
 	size_t n, i;
-	bool over, now;
+	bool over, now, step = false;
 
 	/* A slab os gave (NEW), or its cache let go of (FREE): not twice. */
 	USLAB_ASSERT(!s->cache && (s->state == SLAB_NEW || s->state == SLAB_FREE));
@@ -1123,15 +1142,26 @@ void os_slab_free(struct slab *s)
 	a->used -= n;
 	H.used -= n * PAGE_SIZE;
 	heap_give(a, i, n, true);
-	if (!D.running)
+	now = !usl_opt.purge_delay_ms; /* purged below: no thread needed */
+	if (!D.running && !D.no_thread && !now)
 		WRITE_ONCE(os_decay_need, true);
-	now = !usl_opt.purge_delay_ms;
+	if (unlikely(D.inline_decay)) {
+		/* No decay thread: this free runs a due tick (a bounded batch). */
+		uint64_t t = now_ms();
+
+		if (t >= D.next_ms) {
+			D.next_ms = t + usl_opt.purge_delay_ms;
+			step = true;
+		}
+	}
 	over = H.retained > (size_t)usl_opt.retain_kb << 10;
 	ulock_unlock(&os_lock);
 	if (unlikely(now))
 		purge_pass(true, 0, SIZE_MAX);
 	else if (unlikely(over))
 		purge_pass(true, 0, PURGE_BATCH_PAGES);
+	else if (unlikely(step))
+		decay_step(PURGE_BATCH_PAGES);
 }
 
 /* ---------------------------------------------------------------- resize */
@@ -1210,7 +1240,7 @@ bool os_large_resize(struct slab *s, size_t bytes)
 		a->used -= n - m;
 		H.used -= (n - m) * PAGE_SIZE;
 		heap_give(a, i + m, n - m, true);
-		if (!D.running)
+		if (!D.running && !D.no_thread)
 			WRITE_ONCE(os_decay_need, true);
 	} else if (m > n && i + m <= ARENA_PAGES && bits_count(a->freemap, i + n, m - n) == m - n) {
 		heap_carve(a, i + n, m - n);
@@ -1224,6 +1254,7 @@ bool os_large_resize(struct slab *s, size_t bytes)
 	}
 	ulock_unlock(&os_lock);
 	if (ok && m > n) {
+		tsan_forget(s, s->base + (n << PAGE_SHIFT), (m - n) << PAGE_SHIFT);
 		/* The new tails' owner: the object's. */
 		for (size_t t = n; t < m; t++) {
 			s[t].pcs_id = s->pcs_id;
@@ -1362,7 +1393,17 @@ void os_fork_child(void)
 			b->r[r].a->npurging--;
 		}
 	}
-	WRITE_ONCE(os_decay_need, H.retained != 0);
+	/*
+	 * No decay thread here, and none started (the child of a threaded
+	 * process may not start threads under TSan; one that only calls exec
+	 * or _exit should not get one): frees run the ticks, a bounded batch
+	 * each, as when a thread cannot start.
+	 */
+	D.running = false;
+	D.no_thread = true;
+	D.inline_decay = true;
+	D.next_ms = 0;
+	WRITE_ONCE(os_decay_need, false);
 	ulock_init(&os_lock);
 }
 
