@@ -466,7 +466,7 @@ static bool large_resize(struct slab *s, size_t size)
 
 void *uslab_krealloc(const void *p, size_t size)
 {
-	struct slab *s;
+	struct slab *s = NULL;
 	size_t old;
 	void *q;
 
@@ -510,7 +510,10 @@ void *uslab_krealloc(const void *p, size_t size)
 	q = uslab_kmalloc(size);
 	if (!q)
 		return size <= old ? (void *)p : NULL; /* a failed shrink keeps @p */
-	memcpy(q, p, old < size ? old : size);
+	/* A large object into a larger one: its pages move (mremap), else copied. */
+	if (!(s && (s->cache->flags & CACHE_LARGE) && size > old &&
+	      os_large_move(os_slab_lookup(q), s)))
+		memcpy(q, p, old < size ? old : size);
 	uslab_kfree(p);
 	return q;
 }

@@ -19,6 +19,11 @@
  *     without copying: from the free pages after it (heap) or by mremap
  *     (huge; s->base may change). False if it cannot: the caller moves it.
  *     The caller then sets s->large_size (cache_slab_resize_single).
+ *   - os_large_move(to, from) moves the pages of large object @from (1 MiB
+ *     or more) to the start of the larger large object @to with mremap:
+ *     no byte is copied and @from's old pages are not resident any more.
+ *     False if it did not (smaller, or the kernel refused): the caller
+ *     copies. @from is then freed as usual.
  *   - os_slab_publish(s) copies s->cache and s->pcs_id into the slab's
  *     tail descriptors; the owner calls it after setting either.
  *   - os_slab_free(s) takes the pages back (s->cache == NULL; a slab or
@@ -82,11 +87,11 @@
  * when freed pages appear; it exits once nothing is retained) ticks every
  * USLAB_PURGE_DELAY_MS. Where it cannot run (its start failed; the child
  * of a fork never starts one) the frees run the due ticks themselves, a
- * bounded batch (about 256 KiB) each. Each tick purges the dirty pages that are not
- * young (freed at least one tick ago) beyond the recent demand (the pages
- * the heap handed out during the last tick: memory likely to be asked for
- * again is kept, the lowest addresses first, which are taken first), then
- * ages the young ones. So an unused freed page lives between one and two
+ * bounded batch (about 256 KiB) each. Each tick purges the dirty pages
+ * that are not young (freed at least one tick ago) beyond the recent
+ * demand (as many pages as the heap handed out in its busiest tick of the
+ * last DEMAND_TICKS: memory likely to be asked for again is kept, the
+ * lowest addresses first, which are taken first), then ages the young. So an unused freed page lives between one and two
  * ticks; contiguous dirty runs go back in one madvise each. With
  * USLAB_HUGEPAGES=1 arenas are marked MADV_HUGEPAGE and the decay purges
  * only whole free 2 MiB regions (os_purge still returns everything).
@@ -122,6 +127,11 @@ _Static_assert(WORDS == 1ul << ORDER0_LOG, "order 0's bitmap is 2^ORDER0_LOG wor
 #define HUGE_PAGES 512
 /* Runs a purge carves before it drops the lock for their madvise calls. */
 #define PURGE_RUNS 32
+/*
+ * The decay keeps as many old dirty pages as the heap handed out in its
+ * busiest tick of the last DEMAND_TICKS (2 s at the default 250 ms tick).
+ */
+#define DEMAND_TICKS 8
 /* A free past the retention cap purges about this much itself. */
 #define PURGE_BATCH_PAGES (256 * 1024 / PAGE_SIZE)
 
@@ -181,6 +191,9 @@ static struct {
 	uint64_t purged, madvise_calls, munmap_calls, mremap_calls, grown_in_place;
 	uint64_t taken;	     /* pages handed out, ever (the decay's demand) */
 	uint64_t taken_tick; /* @taken at the decay's last tick */
+	/* Pages handed out in each of the last DEMAND_TICKS ticks (a ring). */
+	uint64_t demand[DEMAND_TICKS];
+	unsigned int demand_at;
 } H;
 
 bool os_decay_need; /* dirty pages and no decay thread: os_kick() starts one */
@@ -583,7 +596,10 @@ static void heap_check_idle(struct arena *a, struct arena **rel)
  * Unmap the arenas (heap or huge) detached onto @rel, give their
  * descriptor tables' pages back (the first page, the header, stays) and
  * pool the descriptors. The system calls are made outside os_lock: nobody
- * else can reach a detached arena. Return: bytes unmapped.
+ * else can reach a detached arena. A heap arena is unmapped only when all
+ * its pages are free and purged: nothing resident goes with it. A huge
+ * object's bytes (a->used pages) are counted as given back.
+ * Return: bytes given back.
  */
 static size_t arenas_unmap(struct arena *rel)
 {
@@ -602,7 +618,8 @@ static size_t arenas_unmap(struct arena *rel)
 		size_t first = from - (uintptr_t)a->slabs;
 
 		munmap((void *)a->base, a->size);
-		bytes += a->size;
+		if (a->huge)
+			bytes += a->used << PAGE_SHIFT;
 		calls++;
 		if (to > from)
 			madvise((void *)from, to - from, MADV_DONTNEED);
@@ -642,6 +659,7 @@ static struct slab *desc_head(struct arena *a, size_t i, bool zeroed)
 	s->list.next = s->list.prev = NULL;
 	s->zeroed = zeroed;
 	s->large = 0;
+	s->moved = 0;
 	s->order = 0;
 	s->pcs_id = 0;
 	s->large_size = 0;
@@ -1018,8 +1036,11 @@ static bool decay_step(size_t budget)
 	bool more;
 
 	ulock_lock(&os_lock);
-	keep = (size_t)(H.taken - H.taken_tick);
+	H.demand[H.demand_at++ % DEMAND_TICKS] = H.taken - H.taken_tick;
 	H.taken_tick = H.taken;
+	keep = 0;
+	for (unsigned int t = 0; t < DEMAND_TICKS; t++)
+		keep = H.demand[t] > keep ? (size_t)H.demand[t] : keep;
 	ulock_unlock(&os_lock);
 	purge_pass(false, keep, budget);
 	ulock_lock(&os_lock);
@@ -1109,6 +1130,7 @@ static void huge_free(struct slab *s)
 	H.nhuge--;
 	H.mapped -= a->size;
 	H.used -= s->large_size;
+	a->used = s->large_size >> PAGE_SHIFT; /* (what arenas_unmap counts as given back) */
 	map_set(a, a->base, a->size, NULL);
 	a->next = NULL;
 	ulock_unlock(&os_lock);
@@ -1136,12 +1158,13 @@ void os_slab_free(struct slab *s)
 	tails_clear(s, 1, n);
 	s->freelist = NULL;
 	s->nfree = s->bump = s->objects = 0;
-	s->large = 0;
-	s->state = SLAB_FREE;
 	USLAB_ASSERT(a->used >= n && H.used >= n * PAGE_SIZE);
 	a->used -= n;
 	H.used -= n * PAGE_SIZE;
-	heap_give(a, i, n, true);
+	heap_give(a, i, n, !s->moved);
+	s->large = 0;
+	s->moved = 0;
+	s->state = SLAB_FREE;
 	now = !usl_opt.purge_delay_ms; /* purged below: no thread needed */
 	if (!D.running && !D.no_thread && !now)
 		WRITE_ONCE(os_decay_need, true);
@@ -1183,7 +1206,7 @@ static bool huge_resize(struct slab *s, size_t bytes)
 		H.mapped -= old - size;
 		H.used += bytes - s->large_size;
 		H.munmap_calls++;
-		H.purged += old - size;
+		H.purged += s->large_size > size ? s->large_size - size : 0;
 		ulock_unlock(&os_lock);
 		munmap((void *)(base + size), old - size);
 		return true;
@@ -1262,6 +1285,45 @@ bool os_large_resize(struct slab *s, size_t bytes)
 		}
 	}
 	return ok;
+}
+
+/* Below this, copying a large object costs less than the two system calls of a move. */
+#define MOVE_MIN (1ul << 20)
+
+/*
+ * os_large_move - see the contract at the top. The move leaves a hole in
+ * @from's mapping, refilled at once with fresh pages (its arena, or huge
+ * mapping, stays whole); if that fails, the pages move back. Each move may
+ * split a mapping in the kernel (a VMA per moved range: at most 64 per
+ * arena, as moves are 1 MiB or more). Outside os_lock: both objects are
+ * the caller's.
+ */
+bool os_large_move(struct slab *to, struct slab *from)
+{
+	size_t n = from->large_size;
+	void *src = from->base, *dst = to->base;
+
+	USLAB_ASSERT(to->large && from->large && to->large_size >= n && dst != src);
+	if (n < MOVE_MIN)
+		return false;
+	if (mremap(src, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, dst) == MAP_FAILED)
+		return false;
+	if (mmap(src, n, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED) {
+		/* No room for a mapping: the pages go back (and @to's range gets fresh ones). */
+		if (mremap(dst, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, src) == MAP_FAILED ||
+		    mmap(dst, n, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1,
+			 0) == MAP_FAILED)
+			usl_bug(NULL, src,
+				"the kernel refused to map a moved large object's pages back");
+		return false;
+	}
+	ulock_lock(&os_lock);
+	H.mremap_calls++;
+	from->moved = 1; /* its pages are fresh: freed clean */
+	ulock_unlock(&os_lock);
+	return true;
 }
 
 /* ------------------------------------------------------- checks, figures */

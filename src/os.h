@@ -70,9 +70,10 @@ struct slab {
 	uint32_t objects : 28; /* objects in the slab */
 	uint32_t colour : 4;   /* first object at base + colour * cache->colour_off */
 	uint8_t : 0; /* (C11: a separate memory location from @state, written under the lock) */
-	uint8_t state : 6;  /* enum slab_state */
+	uint8_t state : 5;  /* enum slab_state */
 	uint8_t zeroed : 1; /* os.c gave it reading as zeros */
 	uint8_t large : 1;  /* a large object's: large_size bytes (os_large_alloc) */
+	uint8_t moved : 1;  /* a large object whose pages os_large_move() took away */
 	uint8_t order;	    /* a cache's slab is 2^order pages */
 	/* The cache's id while its objects may be freed to sheaves, else 0:
 	   the inline kfree's pcs (uslab/kmalloc.h) */
@@ -94,6 +95,7 @@ _Static_assert(offsetof(struct slab, next) == offsetof(struct slab, list.next),
 INTERNAL struct slab *os_slab_alloc(unsigned int order);
 INTERNAL struct slab *os_large_alloc(size_t bytes, size_t align);
 INTERNAL bool os_large_resize(struct slab *s, size_t bytes);
+INTERNAL bool os_large_move(struct slab *to, struct slab *from);
 INTERNAL void os_slab_publish(struct slab *s);
 INTERNAL void os_slab_free(struct slab *s);
 INTERNAL void os_slab_prefetch(const void *p);
