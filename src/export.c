@@ -3,10 +3,11 @@
  * export.c - what the person running a program can see of its caches:
  * uslab_stats_print() (/proc/slabinfo's format), USLAB_STATS=exit (the
  * same table on stderr at exit), and USLAB_STATS=1: a snapshot of every
- * cache in a file uslab-stat.<pid> of the user's own directory (export.h),
- * rewritten by a thread of its own every USLAB_STATS_MS milliseconds, for
- * uslab-stat to read. A failure to export (no directory of the user's own,
- * a full file system, no thread) is one warning; the program goes on.
+ * cache, and the page heap's figures, in a file uslab-stat.<pid> of the
+ * user's own directory (export.h), rewritten by a thread of its own every
+ * USLAB_STATS_MS milliseconds, for uslab-stat to read. A failure to
+ * export (no directory of the user's own, a full file system, no thread)
+ * is one warning; the program goes on.
  *
  * Nothing here is on a fast path: a snapshot is uslab_cache_stats() of
  * every cache (the node lock, the barn lock, each thread's lock in turn),
@@ -15,7 +16,8 @@
  * tell it from a live one by the pid's start time (export.h).
  *
  * Layer: above kmalloc.c (it reads every layer's counters through
- * lifecycle.c, cache.c, thread.c and rcu.c's public calls).
+ * lifecycle.c, cache.c, thread.c and rcu.c's public calls, and os.c's
+ * os_heap_stats()).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -88,6 +90,7 @@ static void refresh(void)
 	uint64_t t0 = ns_of(CLOCK_THREAD_CPUTIME_ID);
 	struct export_row *rows = (struct export_row *)(map + 1);
 	struct uslab_rcu_stats rcu;
+	struct uslab_heap_stats heap;
 
 	/*
 	 * Odd, then a release fence: the rows written next cannot be seen
@@ -104,6 +107,8 @@ static void refresh(void)
 	map->nrows = gather(rows, EXPORT_MAX_ROWS);
 	if (!uslab_rcu_stats(&rcu))
 		map->rcu = rcu;
+	os_heap_stats(&heap);
+	map->heap = heap;
 	map->updated_ns = ns_of(CLOCK_REALTIME);
 	map->refreshes++;
 	map->refresh_ns = ns_of(CLOCK_THREAD_CPUTIME_ID) - t0;

@@ -27,7 +27,12 @@
 #include <uslab.h>
 
 #define EXPORT_MAGIC 0x3154415453424c55ull /* "ULBSTAT1" */
-#define EXPORT_VERSION 1
+/*
+ * The layout's version: a reader refuses a file of another (uslab-stat says
+ * which it found and which it reads). 1: the caches, rcu and options;
+ * 2: the page heap (@heap) after @rcu.
+ */
+#define EXPORT_VERSION 2
 #define EXPORT_SHM "/dev/shm"  /* the fallback: EXPORT_SHM/uslab-UID */
 #define EXPORT_RUN "/run/user" /* the XDG runtime directories: EXPORT_RUN/UID */
 #define EXPORT_PREFIX "uslab-stat."
@@ -58,6 +63,7 @@ struct export_header {
 	uint64_t refresh_ns; /* CPU time the last refresh took */
 	uint64_t refreshes;
 	struct uslab_rcu_stats rcu;
+	struct uslab_heap_stats heap; /* the page heap (uslab_heap_stats()), at each refresh */
 	char options[EXPORT_OPTIONS_BYTES]; /* uslab_options_print()'s text */
 };
 
@@ -187,6 +193,12 @@ void export_print_slabinfo(FILE *f, const struct export_row *rows, uint32_t n);
 void export_print_events(FILE *f, const struct export_row *rows, uint32_t n);
 /* Caches with sheaves: capacity now, min, max, barn trades, grow/shrink steps. */
 void export_print_sheaves(FILE *f, const struct export_row *rows, uint32_t n);
+/* The page heap: a line per figure (uslab-stat --heap). */
+void export_print_heap(FILE *f, const struct uslab_heap_stats *h);
+/* The page heap in one "# heap:" line (under the slabinfo table's totals). */
+void export_print_heap_line(FILE *f, const struct uslab_heap_stats *h);
+/* madvise calls per GiB purged (-1 when nothing was purged yet). */
+double export_madvise_per_gib(const struct uslab_heap_stats *h);
 /* The bytes a row's slabs take (pages of its slabs and their metadata). */
 uint64_t export_row_bytes(const struct export_row *r);
 

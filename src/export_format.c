@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * export_format.c - the tables of a snapshot (export.h): /proc/slabinfo's
- * format and the event counters. Compiled into the library
- * (uslab_stats_print, USLAB_STATS=exit) and into uslab-stat, so both print
- * the same thing. Cache names are printed escaped (export_escape()).
+ * format, the event counters, the sheaves and the page heap. Compiled
+ * into the library (uslab_stats_print, USLAB_STATS=exit) and into
+ * uslab-stat, so both print the same thing. Cache names are printed escaped (export_escape()).
  */
 #include <inttypes.h>
+#include <stddef.h>
 
 #include "export.h"
 
@@ -83,4 +84,74 @@ void export_print_sheaves(FILE *f, const struct export_row *rows, uint32_t n)
 			st->events[USLAB_STAT_SHEAF_GROW], st->events[USLAB_STAT_SHEAF_SHRINK],
 			st->barn_full, st->barn_empty, rows[r].sheaved);
 	}
+}
+
+double export_madvise_per_gib(const struct uslab_heap_stats *h)
+{
+	return h->purged_bytes ? (double)h->madvise_calls * (1u << 30) / (double)h->purged_bytes :
+				 -1;
+}
+
+/* @b bytes, for a reader: KiB, MiB or GiB with one decimal. */
+static const char *human(char *buf, size_t n, uint64_t b)
+{
+	if (b >= (1ull << 30))
+		snprintf(buf, n, "%.1f GiB", (double)b / (1u << 30));
+	else if (b >= (1u << 20))
+		snprintf(buf, n, "%.1f MiB", (double)b / (1u << 20));
+	else
+		snprintf(buf, n, "%.1f KiB", (double)b / 1024);
+	return buf;
+}
+
+void export_print_heap(FILE *f, const struct uslab_heap_stats *h)
+{
+	static const struct {
+		const char *name;
+		size_t off;
+		bool bytes;
+		const char *what;
+	} figs[] = {
+#define FIG(field, bytes, what) { #field, offsetof(struct uslab_heap_stats, field), bytes, what }
+		FIG(mapped_bytes, true, "address space of arenas and huge objects"),
+		FIG(used_bytes, true, "pages of slabs and large objects"),
+		FIG(retained_bytes, true, "free and resident: the decay purges them"),
+		FIG(purged_bytes, true, "given back (madvise, munmap), since start-up"),
+		FIG(madvise_calls, false, "MADV_DONTNEED calls, since start-up"),
+		FIG(munmap_calls, false, "arenas and huge objects unmapped, since start-up"),
+		FIG(mremap_calls, false, "huge objects grown by mremap, since start-up"),
+		FIG(grown_in_place, false, "large objects grown in the heap, since start-up"),
+		FIG(arenas, false, "64 MiB arenas mapped"),
+		FIG(huge_objects, false, "objects in mappings of their own"),
+#undef FIG
+	};
+	double per_gib = export_madvise_per_gib(h);
+	char buf[32];
+
+	fprintf(f, "# %-21s %14s %10s  %s\n", "page heap", "value", "", "meaning");
+	for (size_t i = 0; i < sizeof(figs) / sizeof(figs[0]); i++) {
+		uint64_t v;
+
+		memcpy(&v, (const char *)h + figs[i].off, sizeof(v));
+		fprintf(f, "%-23s %14" PRIu64 " %10s  %s\n", figs[i].name, v,
+			figs[i].bytes ? human(buf, sizeof(buf), v) : "", figs[i].what);
+	}
+	if (per_gib < 0)
+		fprintf(f, "%-23s %14s %10s  %s\n", "madvise_per_gib_purged", "-", "",
+			"nothing purged yet");
+	else
+		fprintf(f, "%-23s %14.1f %10s  %s\n", "madvise_per_gib_purged", per_gib, "",
+			"madvise calls per GiB purged");
+}
+
+void export_print_heap_line(FILE *f, const struct uslab_heap_stats *h)
+{
+	char m[32], u[32], r[32], p[32];
+
+	fprintf(f,
+		"# heap: %s mapped, %s used, %s retained, %s purged (%" PRIu64 " madvise, %" PRIu64
+		" munmap), %" PRIu64 " arenas, %" PRIu64 " huge objects\n",
+		human(m, sizeof(m), h->mapped_bytes), human(u, sizeof(u), h->used_bytes),
+		human(r, sizeof(r), h->retained_bytes), human(p, sizeof(p), h->purged_bytes),
+		h->madvise_calls, h->munmap_calls, h->arenas, h->huge_objects);
 }

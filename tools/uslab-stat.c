@@ -7,17 +7,19 @@
  * snapshot. What comes from the other process (cache names, options, its
  * command name) is printed escaped: no byte of it drives the terminal.
  *
- *   uslab-stat PID                 /proc/slabinfo's format, then a totals line
+ *   uslab-stat PID                 /proc/slabinfo's format, a totals line, a heap line
  *   uslab-stat -w SECONDS PID      refresh like slabtop (sorted by memory)
  *   uslab-stat -s KEY ...          sort by name, objs, active, size, mem, slabs
  *   uslab-stat --events PID        slow-path counters per cache
  *   uslab-stat --sheaves PID       sheaf capacity (now, min, max), barn trades
+ *   uslab-stat --heap PID          the page heap: mapped, used, retained, purged
  *   uslab-stat --json PID          the snapshot as JSON
  *   uslab-stat --options [PID]     the USLAB_* variables in effect
  *   uslab-stat --list              processes that export
  *
  * Exit status: 0, or 1 with a one-line message (no such process, it does
- * not export, its file cannot be read), 2 for a usage error.
+ * not export, its file cannot be read or is of another EXPORT_VERSION),
+ * 2 for a usage error.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -116,9 +118,23 @@ static int snap_read(int pid, struct snap *s)
 		     pid);
 		goto out;
 	}
-	if (!read_at(fd, &s->h, sizeof(s->h), 0) || s->h.magic != EXPORT_MAGIC ||
-	    s->h.version != EXPORT_VERSION || s->h.row_size != sizeof(struct export_row) ||
-	    s->h.pid != pid || !export_is_live(&s->h, pid)) {
+	if (!read_at(fd, &s->h, sizeof(s->h), 0) || s->h.magic != EXPORT_MAGIC) {
+		fail("%s is stale or not of this version (pid %d does not export)", path, pid);
+		goto out;
+	}
+	/*
+	 * A live process's file of another version is named as such: magic,
+	 * version and the fields up to exe_ino are where every version so far
+	 * has them. A stale one (a dead writer's, the pid reused) is stale.
+	 */
+	if (s->h.version != EXPORT_VERSION && s->h.pid == pid && export_is_live(&s->h, pid)) {
+		fail("%s is of snapshot version %u, this uslab-stat reads version %u (pid %d runs "
+		     "another uslab: use its uslab-stat)",
+		     path, s->h.version, EXPORT_VERSION, pid);
+		goto out;
+	}
+	if (s->h.row_size != sizeof(struct export_row) || s->h.pid != pid ||
+	    !export_is_live(&s->h, pid)) {
 		fail("%s is stale or not of this version (pid %d does not export)", path, pid);
 		goto out;
 	}
@@ -230,9 +246,19 @@ static void print_json(FILE *f, const struct snap *s)
 	fprintf(f,
 		"{\"pid\": %d, \"updated_ns\": %" PRIu64 ", \"refreshes\": %" PRIu64
 		", \"refresh_cpu_ns\": %" PRIu64 ",\n \"rcu\": {\"queued\": %" PRIu64
-		", \"freed\": %" PRIu64 ", \"batches\": %" PRIu64 "},\n \"caches\": [",
+		", \"freed\": %" PRIu64 ", \"batches\": %" PRIu64 "},\n",
 		s->h.pid, s->h.updated_ns, s->h.refreshes, s->h.refresh_ns, s->h.rcu.queued,
 		s->h.rcu.freed, s->h.rcu.batches);
+	fprintf(f,
+		" \"heap\": {\"mapped_bytes\": %" PRIu64 ", \"used_bytes\": %" PRIu64
+		", \"retained_bytes\": %" PRIu64 ", \"purged_bytes\": %" PRIu64
+		", \"madvise_calls\": %" PRIu64 ", \"munmap_calls\": %" PRIu64
+		", \"mremap_calls\": %" PRIu64 ", \"grown_in_place\": %" PRIu64
+		", \"arenas\": %" PRIu64 ", \"huge_objects\": %" PRIu64 "},\n \"caches\": [",
+		s->h.heap.mapped_bytes, s->h.heap.used_bytes, s->h.heap.retained_bytes,
+		s->h.heap.purged_bytes, s->h.heap.madvise_calls, s->h.heap.munmap_calls,
+		s->h.heap.mremap_calls, s->h.heap.grown_in_place, s->h.heap.arenas,
+		s->h.heap.huge_objects);
 	for (uint32_t i = 0; i < s->h.nrows; i++) {
 		const struct export_row *r = &s->rows[i];
 
@@ -280,6 +306,7 @@ static int watch(int pid, double seconds)
 			return fail("no memory (pid %d)", pid);
 		fprintf(f, "uslab-stat %d - %s", pid, ctime(&now));
 		export_print_slabinfo(f, s.rows, s.h.nrows);
+		export_print_heap_line(f, &s.h.heap);
 		fclose(f);
 		fputs("\033[H", stdout);
 		for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
@@ -372,7 +399,7 @@ static int list(void)
 static int usage(void)
 {
 	fprintf(stderr,
-		"usage: %s [-s KEY] [-w SECONDS] [--events | --sheaves | --json] PID\n"
+		"usage: %s [-s KEY] [-w SECONDS] [--events | --sheaves | --heap | --json] PID\n"
 		"       %s --options [PID]\n"
 		"       %s --list\n"
 		"KEY: name, objs, active, size, slabs, mem (default for -w: mem)\n",
@@ -382,7 +409,7 @@ static int usage(void)
 
 int main(int argc, char **argv)
 {
-	enum { SLABINFO, EVENTS, SHEAVES, JSON, OPTIONS } what = SLABINFO;
+	enum { SLABINFO, EVENTS, SHEAVES, HEAP, JSON, OPTIONS } what = SLABINFO;
 	double wait = 0;
 	int pid = 0, i;
 	struct snap s;
@@ -392,6 +419,8 @@ int main(int argc, char **argv)
 			what = EVENTS;
 		} else if (!strcmp(argv[i], "--sheaves")) {
 			what = SHEAVES;
+		} else if (!strcmp(argv[i], "--heap")) {
+			what = HEAP;
 		} else if (!strcmp(argv[i], "--json")) {
 			what = JSON;
 		} else if (!strcmp(argv[i], "--options")) {
@@ -434,12 +463,16 @@ int main(int argc, char **argv)
 	switch (what) {
 	case SLABINFO:
 		export_print_slabinfo(stdout, s.rows, s.h.nrows);
+		export_print_heap_line(stdout, &s.h.heap);
 		break;
 	case EVENTS:
 		export_print_events(stdout, s.rows, s.h.nrows);
 		break;
 	case SHEAVES:
 		export_print_sheaves(stdout, s.rows, s.h.nrows);
+		break;
+	case HEAP:
+		export_print_heap(stdout, &s.h.heap);
 		break;
 	case JSON:
 		print_json(stdout, &s);

@@ -8,6 +8,13 @@
  * third cache's name holds a terminal escape sequence, which every view
  * must show escaped.
  *
+ * The page heap (uslab-stat --heap): before "ready" it also writes and
+ * frees LARGE_N large objects (LARGE_N * LARGE_BYTES resident bytes back
+ * in the heap: retained, as test_stat.sh sets a long USLAB_PURGE_DELAY_MS)
+ * and holds one huge object. A line "trim" on stdin calls uslab_trim() and
+ * answers "trimmed" with the heap's figures then (uslab_heap_stats()),
+ * which the next snapshot must show as they are: the process is idle.
+ *
  * stat_child exit: for USLAB_STATS=exit, a program that closes stderr in
  * its own exit handler (as coreutils' close_stdout does): the table must
  * still reach the stderr it started with.
@@ -21,6 +28,9 @@
 
 #define HELD_A 1000
 #define HELD_B 300
+#define LARGE_N 32
+#define LARGE_BYTES (1u << 20)
+#define HUGE_BYTES (40u << 20) /* above 32 MiB: a mapping of its own (not touched) */
 
 static struct uslab_cache *a, *b;
 static void *held_b[2][HELD_B];
@@ -42,6 +52,24 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* One line of what uslab_heap_stats() says, after @what. */
+static void print_heap(const char *what)
+{
+	struct uslab_heap_stats h;
+
+	if (uslab_heap_stats(&h))
+		exit(1);
+	printf("%s mapped_bytes=%llu used_bytes=%llu retained_bytes=%llu purged_bytes=%llu "
+	       "madvise_calls=%llu munmap_calls=%llu mremap_calls=%llu grown_in_place=%llu "
+	       "arenas=%llu huge_objects=%llu\n",
+	       what, (unsigned long long)h.mapped_bytes, (unsigned long long)h.used_bytes,
+	       (unsigned long long)h.retained_bytes, (unsigned long long)h.purged_bytes,
+	       (unsigned long long)h.madvise_calls, (unsigned long long)h.munmap_calls,
+	       (unsigned long long)h.mremap_calls, (unsigned long long)h.grown_in_place,
+	       (unsigned long long)h.arenas, (unsigned long long)h.huge_objects);
+	fflush(stdout);
+}
+
 static void close_stderr(void)
 {
 	close(STDERR_FILENO);
@@ -49,7 +77,7 @@ static void close_stderr(void)
 
 int main(int argc, char **argv)
 {
-	void *held_a[HELD_A];
+	void *held_a[HELD_A], *large[LARGE_N], *huge;
 	pthread_t t[2];
 	char buf[16];
 
@@ -74,11 +102,29 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 100; i++)
 		uslab_free_rcu(uslab_cache_alloc(a));
 	uslab_rcu_barrier();
+	/* Large objects written (resident) and freed: their pages stay in the heap, retained. */
+	for (int i = 0; i < LARGE_N; i++) {
+		large[i] = uslab_kmalloc(LARGE_BYTES);
+		if (!large[i])
+			return 1;
+		memset(large[i], 1, LARGE_BYTES);
+	}
+	for (int i = 0; i < LARGE_N; i++)
+		uslab_kfree(large[i]);
+	huge = uslab_kmalloc(HUGE_BYTES);
+	if (!huge)
+		return 1;
 	uslab_thread_flush();
-	printf("ready stat_a=%d stat_b=%d\n", HELD_A, 2 * HELD_B);
+	printf("ready stat_a=%d stat_b=%d large_freed=%u\n", HELD_A, 2 * HELD_B,
+	       LARGE_N * LARGE_BYTES);
 	fflush(stdout);
-	while (fgets(buf, sizeof(buf), stdin))
-		;
+	while (fgets(buf, sizeof(buf), stdin)) {
+		if (!strcmp(buf, "trim\n")) {
+			uslab_trim();
+			print_heap("trimmed");
+		}
+	}
+	uslab_kfree(huge);
 	for (int i = 0; i < HELD_A; i++)
 		uslab_cache_free(a, held_a[i]);
 	return 0;

@@ -2,14 +2,17 @@
 # test_stat.sh USLAB_STAT STAT_CHILD - uslab-stat against a live process.
 # The child (stat_child.c) exports with USLAB_STATS=1 and says what it
 # holds; every view of uslab-stat must agree, errors must be clear, the
-# file must go at exit.
+# file must go at exit. The page heap (--heap): the child's freed large
+# objects stay retained (a purge delay of an hour: no decay tick purges
+# them meanwhile) until it trims, and the view then shows what the child's
+# own uslab_heap_stats() said.
 set -u
 stat=$1 child=$2
 dir=$(mktemp -d)
 fail() { echo "test_stat: $*" >&2; rm -rf "$dir"; exit 1; }
 mkfifo "$dir/in"
 # (USLAB_FAILSLAB never fails here: it only puts an escape sequence into the options text.)
-USLAB_FAILSLAB="0,1,0,x$(printf '\033')[2J" USLAB_STATS=1 USLAB_STATS_MS=20 "$child" < "$dir/in" > "$dir/out" &
+USLAB_FAILSLAB="0,1,0,x$(printf '\033')[2J" USLAB_PURGE_DELAY_MS=3600000 USLAB_STATS=1 USLAB_STATS_MS=20 "$child" < "$dir/in" > "$dir/out" &
 pid=$!
 exec 3> "$dir/in" # the child runs until this closes
 for i in $(seq 100); do grep -q ready "$dir/out" 2>/dev/null && break; sleep 0.1; done
@@ -17,6 +20,7 @@ grep -q ready "$dir/out" || fail "the child did not start"
 sleep 0.2 # a snapshot after "ready"
 want_a=$(sed -n 's/.*stat_a=\([0-9]*\).*/\1/p' "$dir/out")
 want_b=$(sed -n 's/.*stat_b=\([0-9]*\).*/\1/p' "$dir/out")
+large_freed=$(sed -n 's/.*large_freed=\([0-9]*\).*/\1/p' "$dir/out")
 
 # The file is in this user's own directory, mode 0700 (export_dir(): /run/user/UID or /dev/shm/uslab-UID).
 uid=$(id -u)
@@ -36,7 +40,10 @@ awk -v a="$want_a" -v b="$want_b" '
 	$1 == "stat_b" { if ($2 != b) { print "stat_b: " $2 " active, want " b; bad = 1 } seen++ }
 	END { if (seen != 2) { print "rows missing"; bad = 1 } exit bad }' "$dir/slabinfo" ||
 	fail "slabinfo disagrees with the child: $(cat "$dir/slabinfo")"
-tail -1 "$dir/slabinfo" | grep -q "^# total: " || fail "no totals line"
+tail -2 "$dir/slabinfo" | head -1 | grep -q "^# total: " || fail "no totals line"
+# Under it the heap's line, with the huge object the child holds.
+tail -1 "$dir/slabinfo" | grep -q "^# heap: .* mapped, .* used, .* retained, .* purged (.*), [1-9][0-9]* arenas, 1 huge objects$" ||
+	fail "no heap line: $(tail -1 "$dir/slabinfo")"
 # A name with escape sequences is shown escaped, in every view: no ESC or BEL byte reaches the terminal.
 grep -q '^evil\\x1b\[2J\\x1b\]0;x\\x07 ' "$dir/slabinfo" || fail "the escaped name is missing"
 "$stat" --events "$pid" > "$dir/events"
@@ -59,7 +66,23 @@ assert c["stat_a"]["sheaved"] == 0 and c["stat_a"]["events"]["sheaf_refill"] > 0
 assert c["stat_a"]["sheaf_capacity_min"] <= c["stat_a"]["sheaf_capacity"] <= c["stat_a"]["sheaf_capacity_max"], c["stat_a"]
 assert d["rcu"]["queued"] == 100 and d["rcu"]["freed"] == 100, d["rcu"]
 assert d["refreshes"] >= 2
+h = d["heap"]
+assert h["huge_objects"] == 1 and h["arenas"] >= 1, h
+assert h["mapped_bytes"] >= h["used_bytes"] + h["retained_bytes"] >= 40 << 20, h
 PY
+
+# --heap before the trim: the freed large objects are retained (nothing purged them: the delay is an
+# hour), the huge object held; every figure a line "name value", one per struct uslab_heap_stats field.
+heapv() { awk -v k="$1" '$1 == k { print $2 }' "$2"; }
+"$stat" --heap "$pid" > "$dir/heap" || fail "--heap failed"
+for k in mapped_bytes used_bytes retained_bytes purged_bytes madvise_calls munmap_calls mremap_calls \
+	grown_in_place arenas huge_objects madvise_per_gib_purged; do
+	[ -n "$(heapv $k "$dir/heap")" ] || fail "--heap: no $k: $(cat "$dir/heap")"
+done
+[ "$(heapv retained_bytes "$dir/heap")" -ge "$large_freed" ] ||
+	fail "--heap: less retained than the $large_freed bytes freed: $(cat "$dir/heap")"
+[ "$(heapv huge_objects "$dir/heap")" -eq 1 ] || fail "--heap: not one huge object: $(cat "$dir/heap")"
+[ "$(heapv mapped_bytes "$dir/heap")" -ge $((64 << 20)) ] || fail "--heap: mapped: $(cat "$dir/heap")"
 
 "$stat" --events "$pid" | grep -q "^stat_a " || fail "--events has no stat_a row"
 # --sheaves: capacity now, min, max of each cache with sheaves (stat_a adapts: 126..1022 at most).
@@ -76,6 +99,25 @@ PY
 # -w on a terminal (script gives it a pty): two refreshes at least.
 timeout 2.5 script -qfc "$stat -w 1 $pid" /dev/null > "$dir/watch" 2>&1
 [ "$(grep -c "slabinfo - version" "$dir/watch")" -ge 2 ] || fail "-w: fewer than two frames"
+grep -q "^# heap: " "$dir/watch" || fail "-w: no heap line"
+
+# uslab_trim in the child: the retained pages purged with madvise; the next snapshot shows the
+# figures the child read right after (it is idle: they hold still), exactly.
+echo trim >&3
+for i in $(seq 100); do grep -q trimmed "$dir/out" 2>/dev/null && break; sleep 0.1; done
+grep -q trimmed "$dir/out" || fail "the child did not trim"
+sleep 0.2 # a snapshot after "trimmed"
+"$stat" --heap "$pid" > "$dir/heap"
+for kv in $(sed -n 's/^trimmed //p' "$dir/out"); do
+	k=${kv%%=*} v=${kv#*=}
+	[ "$(heapv "$k" "$dir/heap")" = "$v" ] ||
+		fail "--heap after the trim: $k $(heapv "$k" "$dir/heap"), the child read $v: $(cat "$dir/heap")"
+done
+[ "$(heapv madvise_calls "$dir/heap")" -gt 0 ] || fail "--heap: no madvise after the trim"
+[ "$(heapv purged_bytes "$dir/heap")" -ge "$large_freed" ] || fail "--heap: purged less than freed"
+[ "$(heapv retained_bytes "$dir/heap")" -lt "$large_freed" ] || fail "--heap: still retained after the trim"
+awk '$1 == "madvise_per_gib_purged" { exit !($2 > 0) }' "$dir/heap" || fail "--heap: madvise per GiB"
+"$stat" --heap "$pid" | LC_ALL=C grep -q "$(printf '[\033\007]')" && fail "--heap: a raw escape byte"
 
 # Errors: exit 1 and one line.
 "$stat" 999999999 2> "$dir/err"; [ $? -eq 1 ] && grep -q "no process" "$dir/err" || fail "nonexistent pid"
@@ -92,6 +134,26 @@ forged="$udir/uslab-stat.$$"
 head -c 100000 /dev/urandom > "$forged" && chmod 600 "$forged"
 "$stat" $$ 2> "$dir/err"; rc=$?
 [ $rc -eq 1 ] && grep -q "stale or not of this version" "$dir/err" || fail "garbage file: $(cat "$dir/err")"
+# A live process's snapshot of another version (a program of another uslab): named as such; the
+# same file with another start time (a dead writer's, the pid reused) is stale.
+forge_v1() { # $1: added to the start time
+	python3 - "$$" "$1" <<'PY'
+import os, struct, sys
+pid, skew = int(sys.argv[1]), int(sys.argv[2])
+start = int(open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[19]) + skew
+exe = os.stat("/proc/%d/exe" % pid)
+hdr = struct.pack("<QIIiIQQQ", 0x3154415453424C55, 1, 0, pid, 0, start, exe.st_dev, exe.st_ino)
+sys.stdout.buffer.write(hdr.ljust(100000, b"\0"))
+PY
+}
+forge_v1 1 > "$forged"
+"$stat" $$ 2> "$dir/err"; rc=$?
+[ $rc -eq 1 ] && grep -q "stale or not of this version" "$dir/err" || fail "stale file of another version: $(cat "$dir/err")"
+forge_v1 0 > "$forged"
+"$stat" $$ 2> "$dir/err"; rc=$?
+[ $rc -eq 1 ] && grep -q "is of snapshot version 1, this uslab-stat reads version [0-9]" "$dir/err" ||
+	fail "another version: rc $rc: $(cat "$dir/err")"
+[ "$(wc -l < "$dir/err")" -eq 1 ] || fail "another version: not one line: $(cat "$dir/err")"
 head -c 10 /dev/urandom > "$forged"
 "$stat" $$ 2> "$dir/err"; rc=$?
 [ $rc -eq 1 ] && grep -q "stale or not of this version" "$dir/err" || fail "short file: $(cat "$dir/err")"
@@ -164,5 +226,6 @@ exec 3>&-
 wait "$pid" || fail "the child failed"
 [ ! -e "$udir/uslab-stat.$pid" ] || fail "the file is left after exit"
 rm -rf "$dir"
-echo "ok test_stat: slabinfo, json, events, options, list, -w, errors, forged files, a FIFO," \
+echo "ok test_stat: slabinfo, json, events, heap (retained, then trimmed), options, list, -w," \
+	"errors, forged files, another snapshot version, a FIFO," \
 	"escaped names, directories others can write, a full file system, the exit table"
