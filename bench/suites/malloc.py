@@ -18,7 +18,7 @@ Workloads (Debian's binaries as shipped, scripts in bench/workloads/):
   sed      substitutions on generated text (bench/workloads/gen-text.py),
            every line appended to the hold space
   sort     sort -k3,3n -k1,1 of generated text
-  xz, zstd compression of generated text (xz -0, zstd -9, one thread)
+  xz, zstd compression of generated text (xz -0, zstd -6, one thread)
   git      git log -p --stat on a generated, repacked repository
            (bench/workloads/gen-git.py)
   (each program's run a few seconds at the full size: wall time, peak RSS)
@@ -60,13 +60,13 @@ PROGRAMS = {
             "over the whole of it at the end"),
     "sort": ("sort -k3,3n -k1,1 text ({text_lines} lines)", "GNU sort of generated text by a number then a word"),
     "xz": ("xz -T1 -0 -c text ({sed_lines} lines)", "compression, one thread (few, large allocations)"),
-    "zstd": ("zstd -q -9 -c text ({text_lines} lines)", "compression, one thread (few, large allocations)"),
+    "zstd": ("zstd -q -6 -c text ({text_lines} lines)", "compression, one thread (few, large allocations)"),
     "git": ("git log -p --stat, a repository of {git_commits} commits of 200 files (gen-git.py, repacked)",
             "commits, trees and blobs read from deltas, diffs computed"),
-    "lua": ("lua5.4 bench/workloads/alloc.lua {script_scale}",
+    "lua": ("lua5.4 bench/workloads/alloc.lua {vm_scale}",
             "tables of records, string building and gsub, sorting, a churning cache (Lua reallocs every table "
             "and string through malloc)"),
-    "php": ("php -n bench/workloads/alloc.php {script_scale}",
+    "php": ("php -n bench/workloads/alloc.php {vm_scale}",
             "arrays of records, string building, preg_replace, explode/implode, sorting, a churning cache; by "
             "default the Zend engine's own allocator (2 MiB chunks from mmap), USE_ZEND_ALLOC=0: every "
             "allocation through malloc. `-n`: no php.ini, so no shared extension is "
@@ -100,7 +100,8 @@ def setup(h):
                               [(16, 20000), (256, 20000), (4096, 5000)], [(16, 2000), (256, 2000), (4096, 500)]),
            py_scale=h.size("1", "0.1", "0.01"), sql_rows=h.size(200000, 20000, 2000),
            gcc_funcs=h.size(150, 20, 2), wl=os.path.join(h.here, "workloads"), gcc_lines="?",
-           script_scale=h.size("0.8", "0.1", "0.01"), sed_lines=h.size(80000, 10000, 1000),
+           script_scale=h.size("0.8", "0.1", "0.01"), vm_scale=h.size("0.6", "0.1", "0.01"),
+           sed_lines=h.size(80000, 10000, 1000),
            text_lines=h.size(400000, 40000, 4000), git_commits=h.size(100, 20, 3))
     p.so = {"glibc": "", "mimalloc": so_of("libmimalloc2.0", r"/libmimalloc\.so\.2$"),
             "jemalloc": so_of("libjemalloc2", r"/libjemalloc\.so\.2$"),
@@ -348,12 +349,12 @@ def program_commands(h, p, tmp):
         "sed": (["sed", "-E", r"s/([a-z]+) ([0-9]+)/\2:\1/g; s/([aeiou])\1*/<&>/g; H; $!d; x; s/\n/ /g", small], c),
         "sort": (["sort", "-k3,3n", "-k1,1", text], c),
         "xz": (["xz", "-T1", "-0", "-c", small], c),
-        "zstd": (["zstd", "-q", "-9", "-c", text], c),
+        "zstd": (["zstd", "-q", "-6", "-c", text], c),
         "git": (["git", "-C", repo, "log", "-p", "--stat"], dict(c, GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_NOSYSTEM="1",
                                                                   GIT_PAGER="cat")),
-        "lua": (["lua5.4", os.path.join(w, "alloc.lua"), p.script_scale], c),
-        "php": (["php", "-n", os.path.join(w, "alloc.php"), p.script_scale], c),
-        "php-malloc": (["php", "-n", os.path.join(w, "alloc.php"), p.script_scale], dict(c, USE_ZEND_ALLOC="0")),
+        "lua": (["lua5.4", os.path.join(w, "alloc.lua"), p.vm_scale], c),
+        "php": (["php", "-n", os.path.join(w, "alloc.php"), p.vm_scale], c),
+        "php-malloc": (["php", "-n", os.path.join(w, "alloc.php"), p.vm_scale], dict(c, USE_ZEND_ALLOC="0")),
     }
     return {k: v for k, v in cmds.items() if k.split("-")[0] in p.only}
 
