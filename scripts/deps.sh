@@ -9,7 +9,8 @@
 #          dpdk-dev: dpdk-testpmd, which tests/dpdk runs on the driver)
 #   bench: the above, plus the peer allocators and gnuplot, and the real
 #          programs bench/run-malloc runs under each malloc (redis, python3,
-#          sqlite3, gcc, GNU time)
+#          sqlite3, gcc, GNU time, perl, gawk, sed, sort, xz, zstd, git,
+#          lua, php), and strace (the heap suite counts madvise calls)
 set -eu
 what=${1:-test}
 
@@ -19,6 +20,8 @@ if [ "$what" = bench ]; then
 	pkgs="$pkgs libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev"
 	pkgs="$pkgs gnuplot-nox"
 	pkgs="$pkgs redis-server redis-tools python3 sqlite3 time"
+	# the heap suite (strace counts madvise calls) and the malloc suite's other real programs
+	pkgs="$pkgs strace perl gawk sed coreutils xz-utils zstd git lua5.4 php-cli"
 fi
 
 missing=""

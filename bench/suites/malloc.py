@@ -11,11 +11,22 @@ Workloads (Debian's binaries as shipped, scripts in bench/workloads/):
   sqlite   sqlite3 :memory: < bench/workloads/sqlite.sql: wall time, peak RSS
   gcc      gcc -O2 -c of a generated C file (bench/workloads/gen-c.py):
            wall time, peak RSS (cc1's)
+  perl, gawk, lua, php   a script of hashes/tables, strings, regex
+           substitutions, sorting and a churning cache in each language
+           (bench/workloads/alloc.pl, .awk, .lua, .php; php also with
+           USE_ZEND_ALLOC=0, every allocation through malloc)
+  sed      substitutions on generated text (bench/workloads/gen-text.py),
+           every line appended to the hold space
+  sort     sort -k3,3n -k1,1 of generated text
+  xz, zstd compression of generated text (xz -0, zstd -6, one thread)
+  git      git log -p --stat on a generated, repacked repository
+           (bench/workloads/gen-git.py)
+  (each program's run a few seconds at the full size: wall time, peak RSS)
 
 Every (workload, allocator) runs in turn, A B C D E A B C D E ..., BENCH_REPS
 times, each run a fresh process; each program's output is checked to be the
 same under every allocator. Its own environment: BENCH_MALLOC_ONLY (redis
-python sqlite gcc), BENCH_MALLOC_ALLOCS (glibc mimalloc jemalloc tcmalloc
+python sqlite gcc perl gawk sed sort xz zstd git lua php), BENCH_MALLOC_ALLOCS (glibc mimalloc jemalloc tcmalloc
 uslab; the ratios need mimalloc), BENCH_REDIS_PORT (default 16479),
 BENCH_MALLOC_REPORT=1 (no runs: the report again from malloc-raw.csv).
 """
@@ -37,6 +48,32 @@ PEERS = ["glibc", "mimalloc", "jemalloc", "tcmalloc"]
 REDIS_KEYS = 100000
 REDIS_TESTS = "set,get,lpush,lpop,hset,sadd,zadd"
 REDIS_COMMANDS = ["SET", "GET", "LPUSH", "LPOP", "SADD", "HSET", "ZADD"]
+# The real programs after gcc: name -> (what the report says it runs, its description).
+PROGRAMS = {
+    "perl": ("perl bench/workloads/alloc.pl {script_scale}",
+             "hashes of small arrays grouped and summed, strings built, split and substituted, a sort by count, "
+             "a churning bounded cache"),
+    "gawk": ("gawk -v scale={script_scale} -f bench/workloads/alloc.awk",
+             "associative arrays of records, string concatenation, split and gsub, sorted traversal"),
+    "sed": ("sed -E 's/([a-z]+) ([0-9]+)/\\2:\\1/g; s/([aeiou])\\1*/<&>/g; H; $!d; x; s/\\n/ /g' text ({sed_lines} lines)",
+            "regex substitutions on every line, every line appended to the hold space, one substitution "
+            "over the whole of it at the end"),
+    "sort": ("sort -k3,3n -k1,1 text ({text_lines} lines)", "GNU sort of generated text by a number then a word"),
+    "xz": ("xz -T1 -0 -c text ({sed_lines} lines)", "compression, one thread (few, large allocations)"),
+    "zstd": ("zstd -q -6 -c text ({text_lines} lines)", "compression, one thread (few, large allocations)"),
+    "git": ("git log -p --stat, a repository of {git_commits} commits of 200 files (gen-git.py, repacked)",
+            "commits, trees and blobs read from deltas, diffs computed"),
+    "lua": ("lua5.4 bench/workloads/alloc.lua {vm_scale}",
+            "tables of records, string building and gsub, sorting, a churning cache (Lua reallocs every table "
+            "and string through malloc)"),
+    "php": ("php -n bench/workloads/alloc.php {vm_scale}",
+            "arrays of records, string building, preg_replace, explode/implode, sorting, a churning cache; by "
+            "default the Zend engine's own allocator (2 MiB chunks from mmap), USE_ZEND_ALLOC=0: every "
+            "allocation through malloc. `-n`: no php.ini, so no shared extension is "
+            "loaded (with Debian's php.ini and its extensions, php 8.2 died of SIGSEGV under every preload, "
+            "mimalloc's and jemalloc's as well)"),
+}
+WORKLOADS = ["redis", "python", "sqlite", "gcc"] + list(PROGRAMS)
 
 
 def sh(cmd):
@@ -55,14 +92,17 @@ def store(h):
 
 
 def setup(h):
-    p = NS(only=os.environ.get("BENCH_MALLOC_ONLY", "redis python sqlite gcc").split(),
+    p = NS(only=os.environ.get("BENCH_MALLOC_ONLY", " ".join(WORKLOADS)).split(),
            allocs=os.environ.get("BENCH_MALLOC_ALLOCS", "glibc mimalloc jemalloc tcmalloc uslab").split(),
            port=int(os.environ.get("BENCH_REDIS_PORT", "16479")),
            report_only=os.environ.get("BENCH_MALLOC_REPORT", "0") == "1",
            redis_sizes=h.size([(16, 200000), (256, 200000), (4096, 50000)],
                               [(16, 20000), (256, 20000), (4096, 5000)], [(16, 2000), (256, 2000), (4096, 500)]),
            py_scale=h.size("1", "0.1", "0.01"), sql_rows=h.size(200000, 20000, 2000),
-           gcc_funcs=h.size(150, 20, 2), wl=os.path.join(h.here, "workloads"), gcc_lines="?")
+           gcc_funcs=h.size(150, 20, 2), wl=os.path.join(h.here, "workloads"), gcc_lines="?",
+           script_scale=h.size("0.8", "0.1", "0.01"), vm_scale=h.size("0.6", "0.1", "0.01"),
+           sed_lines=h.size(80000, 10000, 1000),
+           text_lines=h.size(400000, 40000, 4000), git_commits=h.size(100, 20, 3))
     p.so = {"glibc": "", "mimalloc": so_of("libmimalloc2.0", r"/libmimalloc\.so\.2$"),
             "jemalloc": so_of("libjemalloc2", r"/libjemalloc\.so\.2$"),
             "tcmalloc": so_of("libtcmalloc-minimal4", r"/libtcmalloc_minimal\.so\.4$"),
@@ -88,6 +128,12 @@ def setup(h):
         p.rows += [("sqlite3", "-")]
     if "gcc" in p.only:
         p.rows += [("gcc", "-")]
+    for w in PROGRAMS:
+        if w in p.only:
+            p.rows += [(w, "-")] + ([("php-malloc", "-")] if w == "php" else [])
+    unknown = [w for w in p.only if w not in WORKLOADS]
+    if unknown:
+        raise Failure(f"unknown workload(s) {' '.join(unknown)} (BENCH_MALLOC_ONLY: {' '.join(WORKLOADS)})")
     return p
 
 
@@ -160,6 +206,7 @@ class Runner:
         (an allocator that breaks a program must not win)."""
         if out is None:
             return
+        out = hashlib.md5(out).hexdigest()
         if w not in self.refs:
             self.refs[w] = out
         elif self.refs[w] != out:
@@ -243,6 +290,7 @@ def run(h, p):
                 subprocess.run(["/usr/bin/python3", os.path.join(p.wl, "gen-c.py"), str(p.gcc_funcs)], stdout=f,
                                check=True)
         py = ["/usr/bin/python3", os.path.join(p.wl, "alloc.py"), p.py_scale]
+        cmds = program_commands(h, p, tmp)
         for r in h.repetitions():
             if "redis" in p.only:
                 for d, n in p.redis_sizes:
@@ -270,11 +318,45 @@ def run(h, p):
                         with open(os.path.join(tmp, "big.o"), "rb") as f:
                             out += hashlib.md5(f.read()).hexdigest().encode()
                     x.same_output("gcc", a, out)
+            for w, (cmd, env) in cmds.items():
+                h.log(f"rep {r}/{h.reps}: {w}")
+                for a in p.allocs:
+                    x.same_output(w, a, x.timed(r, w, a, cmd, extra_env=env))
         if "gcc" in p.only:
             with open(big) as f:
                 p.gcc_lines = str(sum(1 for _ in f))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def program_commands(h, p, tmp):
+    """The inputs of the programs after gcc, made once (under no preload);
+    their commands: name -> (argv, extra environment)."""
+    c = {"LC_ALL": "C"}
+    w = p.wl
+    text, small, repo = os.path.join(tmp, "text.txt"), os.path.join(tmp, "small.txt"), os.path.join(tmp, "repo")
+    if any(k in p.only for k in ("sed", "sort", "xz", "zstd")):
+        for path, n in ((text, p.text_lines), (small, p.sed_lines)):
+            with open(path, "w") as f:
+                subprocess.run(["/usr/bin/python3", os.path.join(w, "gen-text.py"), str(n)], stdout=f, check=True)
+    if "git" in p.only:
+        subprocess.run(["/usr/bin/python3", os.path.join(w, "gen-git.py"), repo, str(p.git_commits)],
+                       stdout=subprocess.DEVNULL, check=True)
+        subprocess.run(["git", "-C", repo, "repack", "-adfq"], check=True)
+    cmds = {
+        "perl": (["perl", os.path.join(w, "alloc.pl"), p.script_scale], c),
+        "gawk": (["gawk", "-v", f"scale={p.script_scale}", "-f", os.path.join(w, "alloc.awk")], c),
+        "sed": (["sed", "-E", r"s/([a-z]+) ([0-9]+)/\2:\1/g; s/([aeiou])\1*/<&>/g; H; $!d; x; s/\n/ /g", small], c),
+        "sort": (["sort", "-k3,3n", "-k1,1", text], c),
+        "xz": (["xz", "-T1", "-0", "-c", small], c),
+        "zstd": (["zstd", "-q", "-6", "-c", text], c),
+        "git": (["git", "-C", repo, "log", "-p", "--stat"], dict(c, GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_NOSYSTEM="1",
+                                                                  GIT_PAGER="cat")),
+        "lua": (["lua5.4", os.path.join(w, "alloc.lua"), p.vm_scale], c),
+        "php": (["php", "-n", os.path.join(w, "alloc.php"), p.vm_scale], c),
+        "php-malloc": (["php", "-n", os.path.join(w, "alloc.php"), p.vm_scale], dict(c, USE_ZEND_ALLOC="0")),
+    }
+    return {k: v for k, v in cmds.items() if k.split("-")[0] in p.only}
 
 
 # -------------------------------------------------------------- report
@@ -284,6 +366,8 @@ def rowname(row):
     w, param = row
     if w == "redis":
         return f"redis -d {param[1:]}"
+    if w == "php-malloc":
+        return "php USE_ZEND_ALLOC=0"
     return "python3 PYTHONMALLOC=malloc" if w == "python3-malloc" else w
 
 
@@ -336,6 +420,11 @@ def report(h, p, r):
       "gcc). The best peer is the best of glibc, mimalloc, jemalloc and tcmalloc in that row.", "")
     progs = [sh("redis-server --version | cut -d' ' -f1-3"), sh("/usr/bin/python3 --version"),
              "sqlite3 " + sh("sqlite3 --version | cut -d' ' -f1"), sh("gcc --version | head -1")]
+    progs += [sh(v) for w, v in (("perl", "perl -e 'print \"perl $^V\"'"), ("gawk", "gawk --version | head -1"),
+                                 ("sed", "sed --version | head -1"), ("sort", "sort --version | head -1"),
+                                 ("xz", "xz --version | head -1"), ("zstd", "zstd --version"),
+                                 ("git", "git --version"), ("lua", "lua5.4 -v"), ("php", "php --version | head -1"))
+              if w in p.only]
     r("    programs: " + ", ".join(progs))
     for a in p.allocs:
         how = f"no preload (redis: LD_PRELOAD={p.libc})" if a == "glibc" else f"LD_PRELOAD={p.so[a]}"
@@ -375,6 +464,15 @@ def report(h, p, r):
           f"{p.gcc_funcs} groups of structs, inline helpers, switch-heavy loops); the preload reaches cc1",
           "through the environment; peak RSS is cc1's.", "")
         table_of(h, p, r, ("gcc", "-"))
+    for w, (cmd, what) in PROGRAMS.items():
+        if w not in p.only:
+            continue
+        r.heading(f"### {w}")
+        r(f"`{cmd.format(**vars(p))}` (LC_ALL=C): {what}; output checked identical under every allocator.", "")
+        table_of(h, p, r, (w, "-"))
+        if w == "php":
+            r("", f"`USE_ZEND_ALLOC=0 {cmd.format(**vars(p))}`:", "")
+            table_of(h, p, r, ("php-malloc", "-"))
     summary(h, p, r)
     r.heading("### Goals")
     r.goals(h, p, GOALS, head="")
@@ -546,6 +644,7 @@ def headings(h, p):
     hs = ["## As malloc: real programs under LD_PRELOAD (issue 10)", "### Summary", "### Goals"]
     if "redis" in p.only:
         hs += ["### Does Debian's redis-server call malloc?", "### redis"]
+    hs += [f"### {w}" for w in PROGRAMS if w in p.only]
     return hs + [f"### {w}" for w, k in (("python3", "python"), ("sqlite3", "sqlite"), ("gcc", "gcc")) if k in p.only]
 
 
