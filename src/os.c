@@ -892,13 +892,18 @@ static inline uint64_t purge_word(const struct arena *a, size_t w, bool all)
 
 /*
  * purge_pick - carve up to PURGE_RUNS runs of dirty pages (all of them
- * with @all, else those older than a tick, the first *@keep of them
+ * with @all, else those older than a tick, the first @keep of them
  * skipped: lowest addresses, which are taken first), at most *@budget
  * pages, into @b, on the in-flight list. With USLAB_HUGEPAGES (not @all)
  * only whole free 2 MiB regions. Under os_lock. Return: runs picked.
  */
-static unsigned int purge_pick(struct pbatch *b, bool all, size_t *keep, size_t *budget)
+static unsigned int purge_pick(struct pbatch *b, bool all, size_t keep, size_t *budget)
 {
+	/*
+	 * Each call scans from the start again: the pages kept stay dirty and
+	 * old, so skipping @keep of them again keeps the same ones (pages
+	 * freed meanwhile are young, not candidates).
+	 */
 	b->n = 0;
 	USLAB_ASSERT_HELD(&os_lock);
 	for (struct arena *a = heap; a && b->n < PURGE_RUNS && *budget; a = a->next) {
@@ -931,13 +936,13 @@ static unsigned int purge_pick(struct pbatch *b, bool all, size_t *keep, size_t 
 			/* The run: candidates from @start on, across words. */
 			n = 0;
 			while (start + n < limit && bit_test(a->dirty, start + n) &&
-			       (all || !bit_test(a->young, start + n)) && n < *budget)
+			       (all || !bit_test(a->young, start + n)) && n < keep + *budget)
 				n++;
 			i = start + n;
-			if (*keep) {
-				size_t k = *keep < n ? *keep : n;
+			if (keep) {
+				size_t k = keep < n ? keep : n;
 
-				*keep -= k;
+				keep -= k;
 				start += k;
 				n -= k;
 				if (!n)
@@ -1008,7 +1013,7 @@ static size_t purge_pass(bool all, size_t keep, size_t budget)
 			heap_check_idle(a, &rel);
 		}
 	}
-	while (budget && purge_pick(&b, all, &keep, &budget)) {
+	while (budget && purge_pick(&b, all, keep, &budget)) {
 		ulock_unlock(&os_lock);
 		purge_madvise(&b);
 		ulock_lock(&os_lock);
