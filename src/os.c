@@ -912,7 +912,7 @@ static unsigned int purge_pick(struct pbatch *b, bool all, size_t keep, size_t *
 		if (!a->ndirty)
 			continue;
 		while (i < ARENA_PAGES && b->n < PURGE_RUNS && *budget) {
-			size_t w = i / 64, start, n, limit = ARENA_PAGES;
+			size_t w = i / 64, start, n, lim, limit = ARENA_PAGES;
 			uint64_t m = purge_word(a, w, all) & (~0ull << (i % 64));
 
 			if (usl_opt.hugepages && !all) {
@@ -933,10 +933,11 @@ static unsigned int purge_pick(struct pbatch *b, bool all, size_t keep, size_t *
 				continue;
 			}
 			start = w * 64 + (size_t)__builtin_ctzll(m);
-			/* The run: candidates from @start on, across words. */
+			/* The run: candidates from @start on, across words (@keep + *@budget, saturated). */
+			lim = *budget > SIZE_MAX - keep ? SIZE_MAX : keep + *budget;
 			n = 0;
 			while (start + n < limit && bit_test(a->dirty, start + n) &&
-			       (all || !bit_test(a->young, start + n)) && n < keep + *budget)
+			       (all || !bit_test(a->young, start + n)) && n < lim)
 				n++;
 			i = start + n;
 			if (keep) {
@@ -1031,11 +1032,12 @@ size_t os_purge(void)
 /* ----------------------------------------------------------------- decay */
 
 /*
- * decay_step - one tick: purge what is old beyond the last tick's demand
- * (at most @budget pages), then age the young. Without os_lock.
+ * os_decay_step - one tick: purge what is old beyond the recent demand
+ * (at most @budget pages), then age the young. Without os_lock. The decay
+ * thread's, the frees' when it cannot run, and unit_os's.
  * Return: whether anything stays retained.
  */
-static bool decay_step(size_t budget)
+bool os_decay_step(size_t budget)
 {
 	size_t keep;
 	bool more;
@@ -1065,7 +1067,7 @@ static void *decay_main(void *arg)
 		struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000 };
 
 		nanosleep(&ts, NULL);
-		if (decay_step(SIZE_MAX))
+		if (os_decay_step(SIZE_MAX))
 			continue;
 		/* Nothing retained: stop, unless a free came since (it saw the thread running). */
 		ulock_lock(&os_lock);
@@ -1189,7 +1191,7 @@ void os_slab_free(struct slab *s)
 	else if (unlikely(over))
 		purge_pass(true, 0, PURGE_BATCH_PAGES);
 	else if (unlikely(step))
-		decay_step(PURGE_BATCH_PAGES);
+		os_decay_step(PURGE_BATCH_PAGES);
 }
 
 /* ---------------------------------------------------------------- resize */

@@ -160,6 +160,7 @@ INTERNAL void os_heap_stats(struct uslab_heap_stats *st);
  */
 INTERNAL extern bool os_decay_need;
 INTERNAL void os_decay_start(void);
+INTERNAL bool os_decay_step(size_t budget);
 INTERNAL bool os_decay_running(void);
 static inline void os_kick(void)
 {

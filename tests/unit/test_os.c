@@ -151,6 +151,9 @@ static void test_decay_thread(void)
 	memset(base, 1, PAGE_SIZE << 4);
 	os_slab_free(s);
 	CHECK(os_dirty_bytes() == PAGE_SIZE << 4, "retained");
+	/* Demand: the next ticks keep some pages (a kept run, then the rest once it ages out). */
+	s = os_slab_alloc(0);
+	os_slab_free(s);
 	os_kick();
 	CHECK(os_decay_running(), "the decay thread started");
 	while (os_dirty_bytes() && waited < 5000) {
@@ -164,6 +167,43 @@ static void test_decay_thread(void)
 		waited += 5;
 	}
 	CHECK(!os_decay_running(), "the thread exits with nothing retained");
+	usl_opt.purge_delay_ms = delay;
+}
+
+/*
+ * The decay keeps the recent demand's worth of old pages (the lowest) and
+ * purges the rest, across separate runs, in one step (a kept page skipped
+ * again by every scan; a keep smaller than the runs once made it spin).
+ */
+#define KEEP_RUNS 6
+
+static void test_decay_keep(void)
+{
+	unsigned int delay = usl_opt.purge_delay_ms;
+	struct slab *t[2 * KEEP_RUNS], *u;
+	usl_opt.purge_delay_ms = 60000; /* no decay thread: the steps are this test's */
+	os_purge();
+	for (int i = 0; i < 2 * KEEP_RUNS; i++)
+		t[i] = os_slab_alloc(0);
+	for (int i = 0; i < 10; i++)
+		os_decay_step(SIZE_MAX); /* the demand of the allocations above ages out */
+	for (int i = 0; i < 2 * KEEP_RUNS; i += 2)
+		os_slab_free(t[i]); /* KEEP_RUNS runs of one page (the odd ones between) */
+	CHECK(os_dirty_bytes() == KEEP_RUNS * PAGE_SIZE, "retained");
+	os_decay_step(SIZE_MAX); /* young when picked: kept; aged */
+	CHECK(os_dirty_bytes() == KEEP_RUNS * PAGE_SIZE, "young pages are not purged");
+	u = os_slab_alloc(0); /* a demand of one page: the lowest dirty one, freed again (young) */
+	CHECK(u == t[0], "the lowest free page is taken first");
+	os_slab_free(u);
+	os_decay_step(SIZE_MAX);
+	CHECK(os_dirty_bytes() == 2 * PAGE_SIZE,
+	      "the young page and one kept page (the demand) stay: %zu bytes", os_dirty_bytes());
+	for (int i = 0; i < 10; i++)
+		os_decay_step(SIZE_MAX);
+	CHECK(os_dirty_bytes() == 0, "all purged once the demand ages out");
+	for (int i = 1; i < 2 * KEEP_RUNS; i += 2)
+		os_slab_free(t[i]);
+	os_purge();
 	usl_opt.purge_delay_ms = delay;
 }
 
@@ -393,6 +433,7 @@ int main(void)
 	RUN(test_memory_returned);
 	RUN(test_arena_release);
 	RUN(test_decay_thread);
+	RUN(test_decay_keep);
 	RUN(test_any_order);
 	RUN(test_large_resize);
 	RUN(test_retain_budget);
