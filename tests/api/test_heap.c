@@ -33,13 +33,14 @@
  *            thread, then exit; after the main thread frees them and
  *            trims, the resident set is back within 5% (+ RSS_SLACK).
  *   grow     (first thing in the process: the object's neighbours are
- *            free) one object grown by krealloc from 40 KiB to 300 MiB in
- *            steps of 1/4, its contents checked at every step, then shrunk
- *            back: grown in place at least once below 32 MiB, with mremap
- *            at every growth step and at least once shrinking above it.
+ *            free) one object grown by krealloc from 40 KiB to 300 MiB (150
+ *            under TSan) in steps of 1/4, its contents checked at every
+ *            step, then shrunk back: grown in place at least once below
+ *            32 MiB, with mremap at every growth step and at least once
+ *            shrinking above it.
  *
  *	api_heap MODE [MiB]	(MiB: the size of the rss and threads workloads,
- *				 default 256)
+ *				 default 256; grow goes to MiB * 300 / 256)
  *
  * Contents are stamped with words that depend on an object's id and the
  * word's index, not its address (a purged page reads as zeros; a moved
@@ -145,12 +146,13 @@ static inline uint64_t stamp_word(uint64_t id, size_t i)
 
 /*
  * Step in words between the stamped words of an object of @bytes: every word
- * up to 64 KiB, then the first and last word of every 64-byte line (every
- * page has 64 of them; a page-aligned end is a line's last word).
+ * up to 64 KiB, then the first and last word of every 64-byte line up to
+ * 1 MiB, of every 512-byte block above (every page has 16 of them; a
+ * page-aligned end is a block's last word).
  */
 static inline size_t stride_of(size_t bytes)
 {
-	return bytes <= 64 * KiB ? 1 : 8;
+	return bytes <= 64 * KiB ? 1 : bytes <= MiB ? 8 : 64;
 }
 
 /* Stamp words [@from, @to) of @p (object @id, @bytes in all). */
@@ -529,7 +531,11 @@ static void test_decay(void)
 
 /* ------------------------------------------------------------------- fork */
 
+#ifdef __SANITIZE_THREAD__
+#define FORKS 10 /* (a fork costs TSan a second or more) */
+#else
 #define FORKS 40
+#endif
 #define FORK_WORKERS 2
 #define PRE_FORK 64
 
@@ -645,7 +651,8 @@ static void test_fork(void)
 		pid = fork();
 		CHECK(pid >= 0, "fork: %s", strerror(errno));
 		if (pid == 0)
-			exit(fork_child(round));
+			_exit(fork_child(
+				round)); /* (not exit: LeakSanitizer would run in the child) */
 		CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
 		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		      "fork %d: child status %#x (exit %d: 2/3 inherited objects changed, 4 alloc "
@@ -898,7 +905,7 @@ static void test_threads(void)
 static void test_grow(void)
 {
 	struct uslab_heap_stats h0, h, hb;
-	size_t size = 40 * KiB, max = 300 * MiB, steps = 0, moved = 0;
+	size_t size = 40 * KiB, max = total_mib * 300 / 256 * MiB, steps = 0, moved = 0;
 	uint64_t in_place = 0, remaps_above = 0, steps_above = 0;
 	char *p;
 
@@ -941,7 +948,7 @@ static void test_grow(void)
 		steps++;
 	}
 	h = heap();
-	print_heap("grown to 300 MiB", &h);
+	print_heap("grown", &h);
 	printf("   %zu steps, %zu moved, %llu grown in place, %llu of %llu steps above 32 MiB with "
 	       "mremap\n",
 	       steps, moved, (unsigned long long)in_place, (unsigned long long)remaps_above,
