@@ -123,6 +123,56 @@ static long vm_bytes(void)
 	return pages * sysconf(_SC_PAGESIZE);
 }
 
+/* The mappings with more than 128 KiB resident (/proc/self/smaps): where RSS stayed. */
+static void print_resident_maps(void)
+{
+	char line[512], map[512] = "";
+	FILE *f = fopen("/proc/self/smaps", "r");
+	unsigned long from, to, nsmall = 0;
+	long kb, small = 0;
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx ", &from, &to) == 2) {
+			snprintf(map, sizeof(map), "%s", line);
+		} else if (sscanf(line, "Rss: %ld kB", &kb) == 1 && kb > 128) {
+			fprintf(stderr, "   resident %6ld KiB: %s", kb, map);
+		} else if (sscanf(line, "Rss: %ld kB", &kb) == 1 && kb) {
+			small += kb;
+			nsmall++;
+		}
+	}
+	fprintf(stderr, "   resident %6ld KiB in %lu mappings of 128 KiB or less\n", small, nsmall);
+	fclose(f);
+}
+
+/*
+ * The resident set after a trim, against @limit: re-read for up to 2 s
+ * while it is above (seen twice in ~30 runs of the 64-thread scenario
+ * beside other tests, 6 and 13 MiB above; cause not found: the mappings
+ * and the heap's figures are printed when it happens).
+ */
+static long rss_settled(long limit, const struct uslab_heap_stats *after_trim)
+{
+	long rss = rss_bytes();
+	double t0 = now_ms();
+
+	if (rss <= limit)
+		return rss;
+	print_resident_maps();
+	while (rss > limit && now_ms() - t0 < 2000) {
+		usleep(20000);
+		rss = rss_bytes();
+	}
+	fprintf(stderr,
+		"   RSS above %ld KiB after uslab_trim returned: %ld KiB %.0f ms later; the heap purged "
+		"%llu KiB meanwhile\n",
+		limit >> 10, rss >> 10, now_ms() - t0,
+		(unsigned long long)(heap().purged_bytes - after_trim->purged_bytes) >> 10);
+	return rss;
+}
+
 /* The test's own bookkeeping, outside both uslab and the C library's heap. */
 static void *xmap(size_t bytes)
 {
@@ -484,12 +534,14 @@ static void test_rss(void)
 	       rss0 >> 10, rss_peak >> 10, rss1 >> 10, got >> 10,
 	       (double)(h1.madvise_calls - h0.madvise_calls) * (double)(1ul << 30) /
 		       (double)(h1.purged_bytes - h0.purged_bytes + 1));
-	if (TEST_SANITIZED)
+	if (TEST_SANITIZED) {
 		printf("   (RSS check skipped: sanitizers keep their shadow memory)\n");
-	else
+	} else {
+		rss1 = rss_settled(rss0 + rss0 / 20 + (long)RSS_SLACK, &h1);
 		CHECK(rss1 <= rss0 + rss0 / 20 + (long)RSS_SLACK,
 		      "RSS not back: %ld KiB at the start, %ld KiB after free-all and trim",
 		      rss0 >> 10, rss1 >> 10);
+	}
 	warm_down();
 }
 
@@ -910,11 +962,13 @@ static void test_threads(void)
 	      (unsigned long long)h0.used_bytes, (unsigned long long)h1.used_bytes);
 	printf("   64 threads: RSS %ld KiB -> %ld KiB after trim (which returned %zu KiB)\n",
 	       rss0 >> 10, rss1 >> 10, got >> 10);
-	if (TEST_SANITIZED)
+	if (TEST_SANITIZED) {
 		printf("   (RSS check skipped: sanitizers keep their shadow memory)\n");
-	else
+	} else {
+		rss1 = rss_settled(rss0 + rss0 / 20 + (long)RSS_SLACK, &h1);
 		CHECK(rss1 <= rss0 + rss0 / 20 + (long)RSS_SLACK,
 		      "RSS not back after 64 threads: %ld KiB -> %ld KiB", rss0 >> 10, rss1 >> 10);
+	}
 	for (int i = 0; i < 3; i++)
 		CHECK(uslab_cache_destroy(thr_cache[i]) == 0, "destroy");
 	warm_down();
