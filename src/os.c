@@ -86,8 +86,8 @@
  * Decay: a thread of os.c (started by os_kick() from where no lock is held,
  * when freed pages appear; it exits once nothing is retained) ticks every
  * USLAB_PURGE_DELAY_MS. Where it cannot run (its start failed; the child
- * of a fork never starts one) the frees run the due ticks themselves, a
- * bounded batch (about 256 KiB) each. Each tick purges the dirty pages
+ * of a fork under ThreadSanitizer) the frees run the due ticks themselves,
+ * a bounded batch (about 256 KiB) each. Each tick purges the dirty pages
  * that are not young (freed at least one tick ago) beyond the recent
  * demand (as many pages as the heap handed out in its busiest tick of the
  * last DEMAND_TICKS: memory likely to be asked for again is kept, the
@@ -199,7 +199,7 @@ static struct {
 bool os_decay_need; /* dirty pages and no decay thread: os_kick() starts one */
 static struct {
 	bool running;	   /* under os_lock (read without it by os_decay_running) */
-	bool no_thread;	   /* a child of fork: never starts one (decays inline) */
+	bool no_thread;	   /* a child of fork under TSan: never starts one (decays inline) */
 	bool inline_decay; /* no thread (a child, or a start failed): frees run the ticks */
 	uint64_t retry_ms; /* a start that failed is retried after */
 	uint64_t next_ms;  /* inline_decay: the next tick is due */
@@ -1463,16 +1463,21 @@ void os_fork_child(void)
 		}
 	}
 	/*
-	 * No decay thread here, and none started (the child of a threaded
-	 * process may not start threads under TSan; one that only calls exec
-	 * or _exit should not get one): frees run the ticks, a bounded batch
-	 * each, as when a thread cannot start.
+	 * No decay thread here. The child starts its own at its first
+	 * os_kick() with pages retained, as a new process does (a child that
+	 * only calls exec or _exit makes no such call; a daemon that forks
+	 * once at start-up gets one). Under ThreadSanitizer it starts none (TSan
+	 * refuses threads after a threaded fork): its frees run the ticks, a
+	 * bounded batch each, as when a thread cannot start.
 	 */
 	D.running = false;
+#if defined(__SANITIZE_THREAD__)
 	D.no_thread = true;
-	D.inline_decay = true;
+#endif
+	D.inline_decay = D.no_thread;
 	D.next_ms = 0;
-	WRITE_ONCE(os_decay_need, false);
+	D.retry_ms = 0;
+	WRITE_ONCE(os_decay_need, !D.no_thread && H.retained != 0);
 	ulock_init(&os_lock);
 }
 
