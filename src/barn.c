@@ -58,7 +58,6 @@
  * cap_min <= capacity <= cap_max; every empty sheaf is of the current
  * capacity (check level 2).
  */
-#include <signal.h>
 #include <stddef.h>
 #include <time.h>
 
@@ -355,9 +354,6 @@ static void monitor_atfork(void)
 void barn_monitor_start(void)
 {
 	uint64_t now = barn_now_ns();
-	pthread_attr_t attr;
-	sigset_t all, old;
-	pthread_t tid;
 	int err;
 
 	/* First: a fork from here on runs the child's handler (no monitor there). */
@@ -371,14 +367,7 @@ void barn_monitor_start(void)
 	__atomic_store_n(&M.running, true, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&M.lock);
 
-	/* The monitor takes no signal meant for the program. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	err = pthread_create(&tid, &attr, monitor_main, NULL);
-	pthread_attr_destroy(&attr);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	err = usl_thread_detached(monitor_main);
 	if (err) {
 		pthread_mutex_lock(&M.lock);
 		__atomic_store_n(&M.running, false, __ATOMIC_RELAXED);

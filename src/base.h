@@ -92,6 +92,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stddef.h>
@@ -293,6 +294,30 @@ static inline int usl_nocancel(void)
 static inline void usl_cancel_restore(int old)
 {
 	pthread_setcancelstate(old, NULL);
+}
+
+/*
+ * usl_thread_detached - start @fn as a detached background thread of uslab
+ * (the decay monitors, the grace-period monitor) with every signal blocked:
+ * it takes no signal meant for the program's threads. Context: no uslab
+ * lock held (thread creation may allocate, through uslab when it is the
+ * malloc). Return: 0, or pthread_create's error.
+ */
+static inline int usl_thread_detached(void *(*fn)(void *))
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	pthread_t tid;
+	int err;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	err = pthread_create(&tid, &attr, fn, NULL);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return err;
 }
 INTERNAL int debug_parse(const char *s);
 INTERNAL unsigned int debug_selects(const char *name);

@@ -42,7 +42,6 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -266,20 +265,12 @@ int gp_prestart(void)
 	mutex_lock_ranked(&G.lock, LOCK_GP);
 	if (!G.started) {
 		uint64_t now = now_ms();
-		pthread_attr_t attr;
-		pthread_t tid;
-		sigset_t all, old;
 
 		ret = -1;
 		if (now >= G.retry_ms) {
-			/* The monitor takes no signal meant for the program. */
-			sigfillset(&all);
-			pthread_sigmask(SIG_SETMASK, &all, &old);
-			pthread_attr_init(&attr);
-			pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 			/* It may allocate, with libuslab-malloc.so through uslab. */
 			tls_creating = true;
-			ret = pthread_create(&tid, &attr, monitor_main, NULL) ? -1 : 0;
+			ret = usl_thread_detached(monitor_main) ? -1 : 0;
 			tls_creating = false;
 			if (!ret) {
 				G.started = true;
@@ -287,8 +278,6 @@ int gp_prestart(void)
 			} else {
 				G.retry_ms = now + GP_RETRY_MS;
 			}
-			pthread_attr_destroy(&attr);
-			pthread_sigmask(SIG_SETMASK, &old, NULL);
 		}
 	}
 	mutex_unlock_ranked(&G.lock, LOCK_GP);
