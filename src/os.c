@@ -109,7 +109,6 @@
  */
 #define _GNU_SOURCE /* mremap */
 #include <pthread.h>
-#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -697,21 +696,23 @@ static void tails_clear(struct slab *s, size_t from, size_t to)
 	}
 }
 
-void os_slab_publish(struct slab *s)
+/* Tails [from, to) of @s take its owner and cache id. */
+static void tails_publish(struct slab *s, size_t from, size_t to)
 {
-	struct uslab_cache *c = s->cache;
-	size_t n;
-
-	if (s->large && arena_of(s->base)->huge)
-		return; /* one descriptor for every page */
-	n = slab_pages(s);
-	for (size_t t = 1; t < n; t++) {
+	for (size_t t = from; t < to; t++) {
 		struct slab *d = s + t;
 
 		USLAB_ASSERT(d->state == SLAB_TAIL && d->head == s);
 		d->pcs_id = s->pcs_id;
-		__atomic_store_n(&d->cache, c, __ATOMIC_RELEASE);
+		__atomic_store_n(&d->cache, s->cache, __ATOMIC_RELEASE);
 	}
+}
+
+void os_slab_publish(struct slab *s)
+{
+	if (s->large && arena_of(s->base)->huge)
+		return; /* one descriptor for every page */
+	tails_publish(s, 1, slab_pages(s));
 }
 
 /* ------------------------------------------------------------- take, give */
@@ -1084,9 +1085,6 @@ static void *decay_main(void *arg)
 void os_decay_start(void)
 {
 	uint64_t now = now_ms();
-	pthread_attr_t attr;
-	sigset_t all, old;
-	pthread_t tid;
 	int err;
 
 	ulock_lock(&os_lock);
@@ -1098,14 +1096,7 @@ void os_decay_start(void)
 	WRITE_ONCE(os_decay_need, false);
 	ulock_unlock(&os_lock);
 
-	/* The thread takes no signal meant for the program. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	err = pthread_create(&tid, &attr, decay_main, NULL);
-	pthread_attr_destroy(&attr);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	err = usl_thread_detached(decay_main);
 	ulock_lock(&os_lock);
 	if (err) {
 		/* Frees run the ticks themselves meanwhile, a bounded batch each. */
@@ -1285,11 +1276,7 @@ bool os_large_resize(struct slab *s, size_t bytes)
 	ulock_unlock(&os_lock);
 	if (ok && m > n) {
 		tsan_forget(s, s->base + (n << PAGE_SHIFT), (m - n) << PAGE_SHIFT);
-		/* The new tails' owner: the object's. */
-		for (size_t t = n; t < m; t++) {
-			s[t].pcs_id = s->pcs_id;
-			__atomic_store_n(&s[t].cache, s->cache, __ATOMIC_RELEASE);
-		}
+		tails_publish(s, n, m); /* the new tails' owner: the object's */
 	}
 	return ok;
 }
