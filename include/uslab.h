@@ -79,6 +79,19 @@ extern "C" {
  */
 #define USLAB_POOL 0x00100000u
 #define USLAB_POOL_EXTERNAL 0x00200000u
+/*
+ * Per-CPU sheaves (doc/api.md, "Per-CPU sheaves"; doc/tuning.md,
+ * USLAB_PERCPU). USLAB_PERCPU - the cache's sheaves are per CPU from the
+ * start (committed with restartable sequences) instead of per thread, so
+ * the memory they hold is bounded by the CPUs, not the threads; where rseq
+ * or membarrier cannot serve (uslab_percpu_supported() returns 0), or the
+ * environment says USLAB_PERCPU=0, the flag is ignored and the sheaves stay
+ * per thread. Without the flag, USLAB_PERCPU=auto (the default) switches a
+ * cache to per-CPU sheaves once more threads hold its sheaves than
+ * USLAB_PERCPU_THREADS times the CPUs; USLAB_PERCPU=1 makes every cache
+ * with sheaves per CPU.
+ */
+#define USLAB_PERCPU 0x00400000u
 
 /** USLAB_MAX_OBJECT_SIZE - the largest object a cache may hold (16 MiB). */
 #define USLAB_MAX_OBJECT_SIZE (16ul << 20)
@@ -184,7 +197,9 @@ USLAB_API const char *uslab_layout_name(unsigned int layout);
  *         constructor or USLAB_TYPESAFE_BY_RCU, whose free objects the
  *         allocator may not write), USLAB_POOL or USLAB_POOL_EXTERNAL
  *         (not with a constructor, USLAB_TYPESAFE_BY_RCU or sheaf_capacity 1;
- *         USLAB_POOL_EXTERNAL not with the debug tier).
+ *         USLAB_POOL_EXTERNAL not with the debug tier), USLAB_PERCPU
+ *         (ignored where per-CPU sheaves cannot run, and by pools and
+ *         caches without sheaves).
  *
  * Context: any thread.
  * Return: the new cache; or NULL with errno set:
@@ -230,7 +245,8 @@ USLAB_API int uslab_cache_destroy(struct uslab_cache *c);
  * @c: the cache.
  *
  * Objects cached by other threads stay where they are (call
- * uslab_thread_flush() on those threads to return them).
+ * uslab_thread_flush() on those threads to return them); a per-CPU
+ * cache's sheaves are every thread's, and all CPUs' come back.
  *
  * Context: any thread.
  * Return: 0 - done; -EINVAL - @c is NULL.
@@ -414,6 +430,28 @@ USLAB_API size_t uslab_pool_avail(const struct uslab_cache *c);
  * Return: 0 - @st filled in; -EINVAL - @c or @st is NULL.
  */
 USLAB_API int uslab_cache_stats(const struct uslab_cache *c, struct uslab_cache_stats *st);
+
+/**
+ * uslab_percpu_supported - whether per-CPU sheaves can run in this process:
+ * the thread's rseq area registered by glibc (not disabled with
+ * GLIBC_TUNABLES=glibc.pthread.rseq=0), membarrier's rseq fence registered,
+ * an x86-64 build without ThreadSanitizer, and USLAB_PERCPU not 0.
+ *
+ * Context: any thread.
+ * Return: 1 if they can, 0 if every cache keeps per-thread sheaves.
+ */
+USLAB_API int uslab_percpu_supported(void);
+
+/**
+ * uslab_cache_percpu - whether @c's sheaves are per CPU now (see
+ * USLAB_PERCPU; a cache switches at most once, from per thread to per CPU).
+ * @c: a cache, or NULL.
+ *
+ * Context: any thread.
+ * Return: 1 if they are, 0 if they are per thread, the cache has no
+ * sheaves, or @c is NULL.
+ */
+USLAB_API int uslab_cache_percpu(const struct uslab_cache *c);
 
 /**
  * uslab_cache_name - the name a cache was created with.

@@ -9,7 +9,7 @@
  *   slab.h       layer 2
  *   cache.h      layer 3
  *   gp.h         layer 4
- *   perthread.h  layers 5 to 7 (sheaf, barn, pcs and thread)
+ *   perthread.h  layers 5 to 7 (sheaf, barn, pcs, thread and percpu)
  *   front.h      layers 8 to 14 (bulk and pool, rcu, magazine, lifecycle, kmalloc,
  *                export, init)
  *
@@ -38,7 +38,9 @@
  *   6  barn       barn.c      a cache's depot of full and empty sheaves
  *   7  pcs        pcs.c       per-thread sheaves: fast paths, slow paths
  *      thread     thread.c    per-thread tables, cache ids, thread exit,
- *                             draining (pcs.c and thread.c are one layer)
+ *                             draining
+ *      percpu     percpu.c    per-CPU sheaves in rseq critical sections
+ *                             (pcs.c, thread.c and percpu.c are one layer)
  *   8  bulk       bulk.c      arrays of objects in and out
  *      pool       pool.c      the same, DPDK's way: get/put, count (bulk.c
  *                             and pool.c are one layer)
@@ -222,6 +224,8 @@ struct uslab_options {
 	unsigned int stats_ms;	       /* USLAB_STATS_MS */
 	unsigned int counter_batch;    /* USLAB_COUNTER_BATCH */
 	unsigned int idgen_batch;      /* USLAB_IDGEN_BATCH */
+	unsigned int percpu;	       /* USLAB_PERCPU: enum percpu_mode */
+	unsigned int percpu_threads;   /* USLAB_PERCPU_THREADS */
 	unsigned int nr_cpus;
 };
 
@@ -231,6 +235,8 @@ enum on_bug { ON_BUG_DEFAULT, ON_BUG_ABORT, ON_BUG_REPORT };
 INTERNAL extern const char *const usl_on_bug_names[];
 enum stats_mode { STATS_OFF, STATS_ON, STATS_EXIT };
 INTERNAL extern const char *const usl_stats_names[];
+enum percpu_mode { PERCPU_OFF, PERCPU_ON, PERCPU_AUTO };
+INTERNAL extern const char *const usl_percpu_names[];
 INTERNAL void options_init(void);
 INTERNAL void options_print(FILE *f);
 

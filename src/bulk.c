@@ -22,6 +22,8 @@
  * Locks: the thread's own tstate lock while sheaves change, node locks
  * inside cache.c. No per-object lock or atomic.
  */
+#include <string.h>
+
 #include "front.h"
 
 /* The owner counts its bulk calls; uslab_cache_stats() reads them racily. */
@@ -221,6 +223,7 @@ static bool alloc_from_slabs(struct uslab_cache *c, size_t n, void **objs)
 
 size_t uslab_priv_alloc_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 {
+	struct percpu_slot *slots;
 	struct pcs *p;
 	size_t k = 0;
 
@@ -234,6 +237,18 @@ size_t uslab_priv_alloc_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 	if (unlikely(c->flags & CACHE_FAILSLAB) && failslab_hit()) {
 		errno = ENOMEM;
 		return 0;
+	}
+	if ((slots = pcs_percpu(c))) {
+		k = percpu_alloc_bulk(c, slots, n, objs);
+		if (k < n && !alloc_from_slabs(c, n - k, objs + k)) {
+			int err = errno; /* all or nothing, as below */
+
+			cache_free_objects(c, objs, k, usl_opt.lookahead);
+			errno = err;
+			return 0;
+		}
+		objs_unpoison(c, objs, n);
+		return n;
 	}
 	if (!c->sheaf_capacity || !(p = pcs_self(c)))
 		goto direct;
@@ -279,9 +294,21 @@ direct:
  */
 static void free_to_cache(struct uslab_cache *c, size_t n, void **objs)
 {
+	struct percpu_slot *slots;
 	struct pcs *p;
 	size_t i = 0;
 
+	if ((slots = pcs_percpu(c))) {
+		/* The holes out first: the CPU's sheaf takes a run of objects. */
+		size_t m = squeeze(objs, n);
+
+		memset(objs + m, 0, (n - m) * sizeof(void *));
+		i = percpu_free_bulk(c, slots, m, objs);
+		memset(objs, 0, i * sizeof(void *));
+		if (i < m)
+			cache_free_objects(c, objs + i, m - i, usl_opt.lookahead);
+		return;
+	}
 	if (!c->sheaf_capacity || !(p = pcs_self(c))) {
 		cache_free_objects(c, objs, n, usl_opt.lookahead);
 		return;

@@ -58,7 +58,7 @@ struct barn {
 #define DEBUG_VALGRIND 0x1u
 #define CACHE_PUBLIC_FLAGS                                                        \
 	(USLAB_HWCACHE_ALIGN | USLAB_TYPESAFE_BY_RCU | DEBUG_FLAGS | USLAB_POOL | \
-	 USLAB_POOL_EXTERNAL)
+	 USLAB_POOL_EXTERNAL | USLAB_PERCPU)
 /* Sheaf capacity a pool gets when it asks for none: pointers are all it holds. */
 #define POOL_SHEAF_CAPACITY 254
 
@@ -86,6 +86,7 @@ struct uslab_cache {
 	unsigned int dbg_off;	     /* debug: struct obj_debug at object + dbg_off */
 	struct uslab_cache *offslab; /* OFFSLAB: the cache of the arrays */
 	unsigned int sheaf_capacity; /* 0: no sheaves */
+	unsigned int pcpu_users;     /* threads holding per-thread sheaves of it (percpu.c) */
 	unsigned int min_partial;
 	unsigned long nr_deferred; /* TYPESAFE_BY_RCU slabs waiting for gp.c */
 	int id;			   /* index of pcs; -1 without sheaves */

@@ -32,7 +32,7 @@
  * which it found and which it reads). 1: the caches, rcu and options;
  * 2: the page heap (@heap) after @rcu.
  */
-#define EXPORT_VERSION 2
+#define EXPORT_VERSION 3
 #define EXPORT_SHM "/dev/shm"  /* the fallback: EXPORT_SHM/uslab-UID */
 #define EXPORT_RUN "/run/user" /* the XDG runtime directories: EXPORT_RUN/UID */
 #define EXPORT_PREFIX "uslab-stat."

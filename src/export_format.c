@@ -67,8 +67,9 @@ void export_print_events(FILE *f, const struct export_row *rows, uint32_t n)
 
 void export_print_sheaves(FILE *f, const struct export_row *rows, uint32_t n)
 {
-	fprintf(f, "# %-15s %8s %5s %5s %10s %10s %6s %6s %4s %5s %8s\n", "cache", "capacity",
-		"min", "max", "barn_get", "barn_put", "grow", "shrink", "full", "empty", "sheaved");
+	fprintf(f, "# %-15s %8s %5s %5s %10s %10s %6s %6s %4s %5s %8s %6s %8s %8s\n", "cache",
+		"capacity", "min", "max", "barn_get", "barn_put", "grow", "shrink", "full", "empty",
+		"sheaved", "percpu", "cpu_shv", "cpu_objs");
 	for (uint32_t r = 0; r < n; r++) {
 		const struct uslab_cache_stats *st = &rows[r].st;
 		char name[EXPORT_NAME_ESCAPED];
@@ -78,11 +79,12 @@ void export_print_sheaves(FILE *f, const struct export_row *rows, uint32_t n)
 		export_escape(name, sizeof(name), rows[r].name, false);
 		fprintf(f,
 			"%-17s %8u %5u %5u %10" PRIu64 " %10" PRIu64 " %6" PRIu64 " %6" PRIu64
-			" %4lu %5lu %8" PRIu64 "\n",
+			" %4lu %5lu %8" PRIu64 " %6u %8lu %8lu\n",
 			name, st->sheaf_capacity, st->sheaf_capacity_min, st->sheaf_capacity_max,
 			st->events[USLAB_STAT_BARN_GET], st->events[USLAB_STAT_BARN_PUT],
 			st->events[USLAB_STAT_SHEAF_GROW], st->events[USLAB_STAT_SHEAF_SHRINK],
-			st->barn_full, st->barn_empty, rows[r].sheaved);
+			st->barn_full, st->barn_empty, rows[r].sheaved, st->percpu_cpus,
+			st->percpu_sheaves, st->percpu_objects);
 	}
 }
 

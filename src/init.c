@@ -8,7 +8,7 @@
  * fork handlers.
  *
  * Fork: before fork() the forking thread takes every lock in the lock order
- * of src/lock.h, rank 1 to 11, then counter.c's reg_lock, a leaf
+ * of src/lock.h, rank 1 to 12, then counter.c's reg_lock, a leaf
  * (fork_prepare() below), so no lock is held halfway through an update in
  * the child. The parent releases them; the child re-initialises them and
  * hands the sheaves of the threads that do not exist in the child back to
@@ -29,6 +29,7 @@ static void fork_prepare(void)
 	gp_fork_prepare_late();
 	rcu_fork_prepare();
 	thread_fork_prepare();
+	percpu_fork_prepare();
 	cache_fork_prepare();
 	os_fork_prepare();
 	counter_fork_prepare(); /* a leaf: last */
@@ -39,6 +40,7 @@ static void fork_parent(void)
 	counter_fork_parent();
 	os_fork_parent();
 	cache_fork_parent();
+	percpu_fork_parent();
 	thread_fork_parent();
 	rcu_fork_parent();
 	gp_fork_parent();
@@ -54,6 +56,7 @@ static void fork_child(void)
 	cache_fork_child();
 	ulock_init(&caches_lock);
 	lockdep_fork_child();
+	percpu_fork_child();
 	thread_fork_child();
 	gp_fork_child();
 	rcu_fork_child();
@@ -67,6 +70,7 @@ static void do_init(void)
 
 	tls_starting = true;
 	options_init();
+	percpu_init(); /* before the kmalloc classes: USLAB_PERCPU=1 makes them per CPU */
 	err = cache_bootstrap();
 	if (!err)
 		err = kmalloc_bootstrap();

@@ -84,6 +84,10 @@ struct uslab_cache *lifecycle_create(const char *name, size_t size,
 	 */
 	if (cap)
 		barn_adapt_init(c, pool_sheaf_capacity(c, args->sheaf_capacity));
+	/* Per-CPU sheaves from the start: asked for, or USLAB_PERCPU=1 (else per thread). */
+	if (cap && usl_opt.percpu != PERCPU_OFF &&
+	    ((flags & USLAB_PERCPU) || usl_opt.percpu == PERCPU_ON))
+		percpu_enable(c);
 	cache_register(c);
 	if (flags & USLAB_TYPESAFE_BY_RCU)
 		gp_prestart(); /* its slabs will need it; on failure gp_kick() retries */
@@ -136,6 +140,7 @@ int uslab_cache_destroy(struct uslab_cache *c)
 	ulock_lock(&caches_lock);
 	if (c->sheaf_capacity) {
 		thread_drain_cache(c);
+		percpu_drain(c);
 		barn_drain(c);
 	}
 	cache_pool_release(c); /* a slab pool's free objects back to its slabs */
@@ -148,6 +153,7 @@ int uslab_cache_destroy(struct uslab_cache *c)
 		return -EBUSY;
 	}
 	thread_id_detach_locked(c);
+	percpu_destroy(c);
 	cache_unregister_locked(c);
 	ulock_unlock(&caches_lock);
 	if (c->flags & USLAB_TYPESAFE_BY_RCU) {
@@ -171,6 +177,7 @@ static void shrink_one(struct uslab_cache *c, void *arg)
 	(void)arg;
 	if (c->sheaf_capacity) {
 		pcs_flush_self(c);
+		percpu_drain(c); /* every CPU's, from here */
 		barn_drain(c);
 	}
 	cache_pool_release(c);
@@ -337,5 +344,6 @@ void lifecycle_stats(const struct uslab_cache *c, struct uslab_cache_stats *st)
 	if (c->flags & CACHE_LARGE)
 		large_stats(st, single);
 	barn_stats(cc, st); /* its sheaves, the capacity now */
+	percpu_stats(cc, st);
 	thread_sum_events(c, st->events);
 }

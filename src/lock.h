@@ -34,9 +34,10 @@
  *  6 LOCK_RCU_POOL  rcu.c     spare blocks
  *  7 LOCK_THREADS   thread.c  list of thread states
  *  8 LOCK_TSTATE    thread.c  one thread's sheaves, as a whole
- *  9 LOCK_BARN      barn.c    a cache's barn
- * 10 LOCK_NODE      cache.c   a cache's slab lists and slab freelists
- * 11 LOCK_OS        os.c      arenas and free slab slots
+ *  9 LOCK_PERCPU    percpu.c  draining the CPUs' sheaves (one drainer)
+ * 10 LOCK_BARN      barn.c    a cache's barn
+ * 11 LOCK_NODE      cache.c   a cache's slab lists and slab freelists
+ * 12 LOCK_OS        os.c      arenas and free slab slots
  *
  * LOCK_BARN and LOCK_NODE are never held together (a sheaf leaves the barn
  * before it is flushed). In builds with USLAB_CHECKS (Debug and the
@@ -65,6 +66,7 @@ enum lock_rank {
 	LOCK_RCU_POOL,
 	LOCK_THREADS,
 	LOCK_TSTATE,
+	LOCK_PERCPU,
 	LOCK_BARN,
 	LOCK_NODE,
 	LOCK_OS,

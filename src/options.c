@@ -33,6 +33,8 @@ const char *const usl_layout_names[USLAB_LAYOUT_NR + 1] = {
 const char *const usl_on_bug_names[] = { "default", "abort", "report", NULL };
 /* USLAB_STATS (enum stats_mode). */
 const char *const usl_stats_names[] = { "off", "on", "exit", NULL };
+/* USLAB_PERCPU (enum percpu_mode). */
+const char *const usl_percpu_names[] = { "0", "1", "auto", NULL };
 
 /*
  * One tunable: a number in [min, max], or with @names one of those words
@@ -111,6 +113,14 @@ static const struct option_row {
 	  NULL, NULL },
 	{ "USLAB_IDGEN_BATCH", &usl_opt.idgen_batch, USLAB_IDGEN_BATCH, 1, 1u << 30,
 	  "IDs a thread takes at once from a uslab_idgen (get_next_ino: 1024)", NULL, NULL },
+	{ "USLAB_PERCPU", &usl_opt.percpu, PERCPU_AUTO, 0, PERCPU_AUTO,
+	  "per-CPU sheaves (rseq): 0 never, 1 for every cache with sheaves, auto for caches "
+	  "created with USLAB_PERCPU and those many threads use",
+	  usl_percpu_names, NULL },
+	{ "USLAB_PERCPU_THREADS", &usl_opt.percpu_threads, 4, 1, 1u << 20,
+	  "auto: a cache switches to per-CPU sheaves when more threads hold its sheaves than "
+	  "this many per CPU",
+	  NULL, NULL },
 	/* No variable: strings of their own, parsed by their owners. */
 	{ "USLAB_FAILSLAB", NULL, 0, 0, 0,
 	  "probability[,interval[,times[,cache]]]: allocations fail with ENOMEM (failslab)", NULL,

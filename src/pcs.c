@@ -177,7 +177,22 @@ static void pcs_attach(struct uslab_cache *c, struct pcs *p)
 	if (unlikely(p->cache != c)) {
 		p->cache = c;
 		thread_note_id(c->id);
+		percpu_note_user(c, 1); /* USLAB_PERCPU=auto counts the threads */
 	}
+}
+
+/*
+ * The slow paths' door to per-CPU sheaves: @c's slots, or NULL. A thread
+ * that still holds per-thread sheaves of a cache that switched hands them
+ * back first (its calls reach the library once its main is empty or full).
+ */
+struct percpu_slot *pcs_percpu(struct uslab_cache *c)
+{
+	struct percpu_slot *slots = percpu_slots(c);
+
+	if (unlikely(slots) && unlikely(pcs_of(c)->main))
+		pcs_flush_self(c);
+	return slots;
 }
 
 /* An empty sheaf for @c: from the barn, else a new one. NULL if no memory. */
@@ -335,6 +350,7 @@ bool pcs_make_room(struct uslab_cache *c, struct pcs *p, bool may_flush)
 
 void *uslab_priv_alloc_slow(struct uslab_cache *c)
 {
+	struct percpu_slot *slots;
 	struct pcs *p;
 	void *obj;
 
@@ -342,6 +358,11 @@ void *uslab_priv_alloc_slow(struct uslab_cache *c)
 	if (unlikely(c->flags & CACHE_FAILSLAB) && failslab_hit()) {
 		errno = ENOMEM;
 		return NULL;
+	}
+	if ((slots = pcs_percpu(c))) {
+		obj = percpu_alloc(c, slots);
+		NO_TAIL_CALL(obj);
+		return obj;
 	}
 	if (!c->sheaf_capacity || !(p = pcs_self(c))) {
 		obj = cache_alloc_direct(c);
@@ -379,6 +400,7 @@ static inline void check_top(const struct uslab_cache *c, const struct pcs *p, c
 
 void uslab_priv_free_slow(struct uslab_cache *c, void *obj)
 {
+	struct percpu_slot *slots;
 	struct pcs *p;
 
 	if (!c) {
@@ -398,7 +420,10 @@ void uslab_priv_free_slow(struct uslab_cache *c, void *obj)
 		return;
 	}
 	obj_poison(c, obj);
-	if (!c->sheaf_capacity || !(p = pcs_self(c))) {
+	if ((slots = pcs_percpu(c))) {
+		slab_of_object(c, obj); /* checked at the call, as below */
+		percpu_free(c, slots, obj);
+	} else if (!c->sheaf_capacity || !(p = pcs_self(c))) {
 		cache_free_objects(c, &obj, 1, 0); /* (checks it on the way to its slab) */
 	} else {
 		/*
@@ -484,6 +509,7 @@ void pcs_drain(struct pcs *p)
 		cache_free_direct(events_cache, e);
 	}
 	p->cache = NULL;
+	percpu_note_user(c, -1);
 	pcs_check(p);
 }
 

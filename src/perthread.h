@@ -9,6 +9,9 @@
 
 #include "gp.h"
 
+/* One CPU's sheaves of a per-CPU cache (percpu.c): the inline paths' struct. */
+#define percpu_slot uslab_priv_pcpu
+
 /* ------------------------------------------------------------ sheaf.c */
 
 struct pcs;
@@ -116,6 +119,7 @@ INTERNAL bool pcs_make_room(struct uslab_cache *c, struct pcs *p, bool may_flush
 INTERNAL bool pcs_swap_for(struct pcs *p, size_t n, bool alloc);
 INTERNAL void pcs_drain(struct pcs *p);
 INTERNAL void pcs_flush_self(struct uslab_cache *c);
+INTERNAL struct percpu_slot *pcs_percpu(struct uslab_cache *c);
 INTERNAL void pcs_push(struct uslab_cache *c, void *obj);
 INTERNAL size_t pcs_gather_self(struct uslab_cache *c, void **dst, size_t max);
 INTERNAL void pcs_stat(struct pcs *p, enum uslab_stat_item item, uint64_t n);
@@ -135,5 +139,44 @@ INTERNAL int thread_init(void);
 INTERNAL void thread_fork_prepare(void);
 INTERNAL void thread_fork_parent(void);
 INTERNAL void thread_fork_child(void);
+
+/* ----------------------------------------------------------- percpu.c */
+
+/*
+ * struct percpu_slot - one CPU's sheaves of a per-CPU cache, the inline
+ * paths' struct uslab_priv_pcpu: main and spare (percpu_dead for none,
+ * never NULL; one 16-byte store replaces both), the stop word of a drain
+ * (percpu.c has the protocol). One cache line.
+ */
+/* The library's view of a slot's sheaves. */
+static inline struct sheaf *slot_sheaf(struct uslab_priv_sheaf *sh)
+{
+	return (struct sheaf *)(void *)sh;
+}
+
+INTERNAL extern bool percpu_supported;
+INTERNAL extern unsigned int percpu_nr;
+INTERNAL extern struct uslab_priv_sheaf percpu_dead;
+INTERNAL void percpu_init(void);
+INTERNAL bool percpu_enable(struct uslab_cache *c);
+INTERNAL void percpu_note_user(struct uslab_cache *c, int delta);
+INTERNAL void *percpu_alloc(struct uslab_cache *c, struct percpu_slot *slots);
+INTERNAL void percpu_free(struct uslab_cache *c, struct percpu_slot *slots, void *obj);
+INTERNAL size_t percpu_alloc_bulk(struct uslab_cache *c, struct percpu_slot *slots, size_t n,
+				  void **objs);
+INTERNAL size_t percpu_free_bulk(struct uslab_cache *c, struct percpu_slot *slots, size_t n,
+				 void *const *objs);
+INTERNAL void percpu_drain(struct uslab_cache *c);
+INTERNAL void percpu_stats(struct uslab_cache *c, struct uslab_cache_stats *st);
+INTERNAL void percpu_destroy(struct uslab_cache *c);
+INTERNAL void percpu_fork_prepare(void);
+INTERNAL void percpu_fork_parent(void);
+INTERNAL void percpu_fork_child(void);
+
+/* @c's per-CPU slots, or NULL while its sheaves are per thread. */
+static inline struct percpu_slot *percpu_slots(const struct uslab_cache *c)
+{
+	return __atomic_load_n(&c->hot.pcpu, __ATOMIC_ACQUIRE);
+}
 
 #endif /* USLAB_PERTHREAD_H */

@@ -11,7 +11,8 @@
  *   uslab-stat -w SECONDS PID      refresh like slabtop (sorted by memory)
  *   uslab-stat -s KEY ...          sort by name, objs, active, size, mem, slabs
  *   uslab-stat --events PID        slow-path counters per cache
- *   uslab-stat --sheaves PID       sheaf capacity (now, min, max), barn trades
+ *   uslab-stat --sheaves PID       sheaf capacity (now, min, max), barn trades,
+ *                                  per-CPU sheaves (CPUs, sheaves, objects held)
  *   uslab-stat --heap PID          the page heap: mapped, used, retained, purged
  *   uslab-stat --json PID          the snapshot as JSON
  *   uslab-stat --options [PID]     the USLAB_* variables in effect
@@ -271,13 +272,15 @@ static void print_json(FILE *f, const struct snap *s)
 			", \"sheaf_capacity_min\": %u, \"sheaf_capacity_max\": %u"
 			", \"sheaved\": %" PRIu64 ", \"barn_full\": %lu, \"barn_empty\": %lu"
 			", \"layout\": \"%s\", \"meta_bytes\": %u, \"bytes\": %" PRIu64
-			", \"flags\": %u, \"events\": {",
+			", \"flags\": %u, \"percpu\": %u, \"percpu_cpus\": %u"
+			", \"percpu_sheaves\": %lu, \"percpu_objects\": %lu, \"events\": {",
 			r->st.active_objs, r->st.num_objs, r->st.objsize, r->st.object_size,
 			r->st.objperslab, r->st.pagesperslab, r->st.active_slabs, r->st.num_slabs,
 			r->st.partial_slabs, r->st.sheaf_capacity, r->st.sheaf_capacity_min,
 			r->st.sheaf_capacity_max, r->sheaved, r->st.barn_full, r->st.barn_empty,
 			uslab_layout_name(r->st.layout) ? uslab_layout_name(r->st.layout) : "?",
-			r->st.meta_bytes, export_row_bytes(r), r->flags);
+			r->st.meta_bytes, export_row_bytes(r), r->flags, r->st.percpu,
+			r->st.percpu_cpus, r->st.percpu_sheaves, r->st.percpu_objects);
 		for (unsigned int k = 0; uslab_stat_name(k); k++)
 			fprintf(f, "%s\"%s\": %" PRIu64, k ? ", " : "", uslab_stat_name(k),
 				r->st.events[k]);

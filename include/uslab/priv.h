@@ -197,10 +197,136 @@ struct uslab_priv_pcs {
 	unsigned long free_bulk, free_bulk_objs;
 };
 
-/* The hot part of a cache, its first bytes: where its sheaves are in a thread's table. */
+/*
+ * Per-CPU sheaves (the library's src/percpu.c has the protocol). A sheaf's
+ * first bytes, and one CPU's slot: main and spare, never NULL (an empty
+ * sheaf of capacity 0 stands for none), the stop word of a drain.
+ */
+struct uslab_priv_sheaf {
+	void *next;
+	const void *filler;
+	uint32_t size;
+	uint32_t capacity;
+	/* then the objects: void *objs[capacity] */
+};
+
+struct uslab_priv_pcpu {
+	struct uslab_priv_sheaf *main;
+	struct uslab_priv_sheaf *spare;
+	uint32_t stop;
+} __attribute__((aligned(64)));
+
+/*
+ * The hot part of a cache, its first bytes: where its sheaves are in a
+ * thread's table; its CPUs' slots (NULL while its sheaves are per thread)
+ * and how many there are.
+ */
 struct uslab_priv_cache {
 	size_t pcs_off;
+	struct uslab_priv_pcpu *pcpu;
+	unsigned int pcpu_nr;
 };
+
+/*
+ * The per-CPU pop and push: restartable sequences (rseq) on glibc's
+ * registration of the thread (glibc 2.35 and later export __rseq_offset),
+ * x86-64. Each section reads the CPU number inside it and commits with its
+ * last instruction, a store of the sheaf's size; a preemption, migration
+ * or signal sends it to its abort handler, which starts it again. Without
+ * them (another architecture, an older glibc, ThreadSanitizer) the inline
+ * paths call the library, which serves per-CPU caches itself or keeps
+ * per-thread sheaves.
+ */
+#if defined(__x86_64__) && defined(__GLIBC__) && !defined(USLAB_PRIV_TSAN) && \
+	(__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
+#include <sys/rseq.h>
+#define USLAB_PRIV_RSEQ 1
+
+/*
+ * The descriptor of the section from label 1 to label 2 with abort handler
+ * 4 (struct rseq_cs: version, flags, start_ip, post_commit_offset,
+ * abort_ip), then label 6, where the section arms itself (rseq_cs, at 8 in
+ * struct rseq) and where an abort starts again; then the CPU's slot in
+ * %rcx (cpu_id at 4; 5: beyond the slots). Operands: [rs] the offset of
+ * struct rseq from the thread pointer, [slots], [nr]. Clobbers rax, rcx.
+ */
+#define USLAB_PRIV_RSEQ_ENTER                \
+	".pushsection __rseq_cs, \"aw\"\n\t" \
+	".balign 32\n\t"                     \
+	"3:\n\t"                             \
+	".long 0, 0\n\t"                     \
+	".quad 1f, 2f - 1f, 4f\n\t"          \
+	".popsection\n\t"                    \
+	"6:\n\t"                             \
+	"leaq 3b(%%rip), %%rax\n\t"          \
+	"movq %%rax, %%fs:8(%[rs])\n\t"      \
+	"1:\n\t"                             \
+	"movl %%fs:4(%[rs]), %%eax\n\t"      \
+	"cmpl %[nr], %%eax\n\t"              \
+	"jae 5f\n\t"                         \
+	"shlq $6, %%rax\n\t"                 \
+	"leaq (%[slots],%%rax), %%rcx\n\t"
+
+/*
+ * The abort handler, out of line behind the signature glibc registered
+ * (0x53053053, the last four bytes of a ud1 instruction): start again.
+ */
+#define USLAB_PRIV_RSEQ_ABORT                     \
+	".pushsection __rseq_failure, \"ax\"\n\t" \
+	".byte 0x0f, 0xb9, 0x3d\n\t"              \
+	".long 0x53053053\n\t"                    \
+	"4:\n\t"                                  \
+	"jmp 6b\n\t"                              \
+	".popsection\n\t"
+
+/* Pop this CPU's main sheaf. Return: the object, or NULL (empty, or no slot). */
+static inline __attribute__((always_inline)) void *
+uslab_priv_pcpu_pop(struct uslab_priv_pcpu *slots, unsigned int nr)
+{
+	void *obj;
+
+	__asm__ __volatile__(USLAB_PRIV_RSEQ_ENTER "movq (%%rcx), %%rcx\n\t"
+						   "movl 16(%%rcx), %%edx\n\t"
+						   "testl %%edx, %%edx\n\t"
+						   "jz 5f\n\t"
+						   "subl $1, %%edx\n\t"
+						   "movq 24(%%rcx,%%rdx,8), %[obj]\n\t"
+						   "movl %%edx, 16(%%rcx)\n\t"
+						   "2:\n\t"
+						   "jmp 7f\n\t" USLAB_PRIV_RSEQ_ABORT "5:\n\t"
+						   "xorl %k[obj], %k[obj]\n\t"
+						   "7:\n\t"
+			     : [obj] "=&r"(obj)
+			     : [rs] "r"((long)__rseq_offset), [slots] "r"(slots), [nr] "r"(nr)
+			     : "rax", "rcx", "rdx", "memory", "cc");
+	return obj;
+}
+
+/* Push @obj onto this CPU's main sheaf. Return: 0 if it is full (or no slot). */
+static inline __attribute__((always_inline)) int uslab_priv_pcpu_push(struct uslab_priv_pcpu *slots,
+								      unsigned int nr, void *obj)
+{
+	int ok;
+
+	__asm__ __volatile__(
+		USLAB_PRIV_RSEQ_ENTER "movq (%%rcx), %%rcx\n\t"
+				      "movl 16(%%rcx), %%edx\n\t"
+				      "cmpl 20(%%rcx), %%edx\n\t"
+				      "jae 5f\n\t"
+				      "movq %[obj], 24(%%rcx,%%rdx,8)\n\t"
+				      "addl $1, %%edx\n\t"
+				      "movl %%edx, 16(%%rcx)\n\t"
+				      "2:\n\t"
+				      "movl $1, %[ok]\n\t"
+				      "jmp 7f\n\t" USLAB_PRIV_RSEQ_ABORT "5:\n\t"
+				      "xorl %[ok], %[ok]\n\t"
+				      "7:\n\t"
+		: [ok] "=&r"(ok)
+		: [rs] "r"((long)__rseq_offset), [slots] "r"(slots), [nr] "r"(nr), [obj] "r"(obj)
+		: "rax", "rcx", "rdx", "memory", "cc");
+	return ok;
+}
+#endif
 
 /* This thread's table of sheaves (all zero until its first slow path). */
 extern USLAB_API __thread char *uslab_priv_pcs_table __attribute__((tls_model("initial-exec")));

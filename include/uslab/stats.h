@@ -83,6 +83,10 @@ enum uslab_stat_item {
  *                (slab colouring; 1: none).
  * @sheaf_capacity_min: the base capacity, chosen at creation.
  * @sheaf_capacity_max: the largest the capacity may grow to.
+ * @percpu:       1 if the cache's sheaves are per CPU now (USLAB_PERCPU).
+ * @percpu_cpus:  CPUs with a slot of sheaves (per-CPU caches; else 0).
+ * @percpu_objects: objects resting in the CPUs' sheaves (main and spare).
+ * @percpu_sheaves: sheaves the CPUs hold (main and spare, full or not).
  */
 struct uslab_cache_stats {
 	unsigned long active_objs;
@@ -107,6 +111,10 @@ struct uslab_cache_stats {
 	unsigned int colours;
 	unsigned int sheaf_capacity_min;
 	unsigned int sheaf_capacity_max;
+	unsigned int percpu;
+	unsigned int percpu_cpus;
+	unsigned long percpu_objects;
+	unsigned long percpu_sheaves;
 };
 
 /**

@@ -54,7 +54,7 @@ static void inverted(void *arg)
 {
 	(void)arg;
 	ulock_lock(&node_a);
-	ulock_lock(&caches); /* rank 2 while holding rank 10 */
+	ulock_lock(&caches); /* rank 2 while holding rank 11 */
 	ulock_unlock(&caches);
 	ulock_unlock(&node_a);
 }
@@ -74,7 +74,7 @@ static void order_checked(void)
 #ifdef USLAB_CHECKS
 	CHECK(!lockdep_held(LOCK_NODE) && !lockdep_held(LOCK_CACHES), "held counts back to 0");
 	CHECK(expect_death(inverted, NULL,
-			   "uslab: BUG -: lock of rank 2 taken while holding rank 10"),
+			   "uslab: BUG -: lock of rank 2 taken while holding rank 11"),
 	      "inversion reported");
 #else
 	printf("   (order check compiled out: USLAB_CHECKS is off in this build)\n");
@@ -129,7 +129,7 @@ static void owned(void)
 
 	CHECK(expect_death(
 		      not_mine, NULL,
-		      "uslab: BUG -: unlock of a lock of rank 10 that this thread does not hold"),
+		      "uslab: BUG -: unlock of a lock of rank 11 that this thread does not hold"),
 	      "unlock of a lock not held reported");
 #else
 	printf("   (lock records compiled out: USLAB_CHECKS is off in this build)\n");

@@ -1,0 +1,114 @@
+"""Per-CPU sheaves (issue 25): per-thread against per-CPU sheaves
+(USLAB_PERCPU=0 and 1, alternated in one command) at 2 to 256 threads on
+this machine's cores: throughput, p999, what the sheaves hold and RSS; the
+one-thread pair in both modes; and the peers' RSS at 64 threads."""
+
+from types import SimpleNamespace as NS
+
+from harness import Goal, div, fmt, ratio
+
+ORDER = 145
+HEADINGS = ["## Per-CPU sheaves: many threads on {nproc} cores (issue 25)"]
+MODES = [("perthread", {"USLAB_PERCPU": "0"}), ("percpu", {"USLAB_PERCPU": "1"})]
+THREADS = (2, 4, 8, 16, 64, 256)
+PEERS = ["mimalloc", "tcmalloc"]
+
+
+def setup(h):
+    return NS(ops=h.size(40000000, 4000000, 256000), pair=h.size(20000000, 4000000, 200000),
+              mt_ops=h.size(20000000, 4000000, 256000), threads=h.size(THREADS, THREADS, (2, 64, 256)))
+
+
+def mode_rename(mode, bench):
+    def rename(f):
+        return [bench, mode] + f[2:]
+    return rename
+
+
+def run(h, p):
+    h.log("percpu: per-thread against per-CPU sheaves, threads-uslab at " +
+          " ".join(map(str, p.threads)) + " threads, the pair, manythreads at 64")
+    for r in h.repetitions():
+        for n in p.threads:
+            for mode, env in MODES:
+                h.run(r, [h.exe("threads-uslab"), n, 256, max(p.ops // n, 1000), 1], env=env,
+                      unset=("USLAB_PERCPU_THREADS",), rename=mode_rename(mode, "percpu-threads"))
+        for mode, env in MODES:
+            h.run(r, [h.exe("pair-uslab"), 256, p.pair, 3], env=env,
+                  rename=mode_rename(mode, "percpu-pair"))
+            h.run(r, [h.exe("manythreads-uslab"), 64, p.mt_ops, 1], env=env,
+                  rename=mode_rename(mode, "percpu-many"))
+        # auto (the default): the rule picks per N
+        for n in p.threads:
+            h.run(r, [h.exe("threads-uslab"), n, 256, max(p.ops // n, 1000), 1],
+                  unset=("USLAB_PERCPU", "USLAB_PERCPU_THREADS"), rename=mode_rename("auto", "percpu-threads"))
+        for v in PEERS:
+            h.run(r, [h.exe(f"threads-{v}"), 64, 256, max(p.ops // 64, 1000), 1],
+                  rename=mode_rename(v, "percpu-threads"))
+            h.run(r, [h.exe(f"manythreads-{v}"), 64, p.mt_ops, 1], rename=mode_rename(v, "percpu-many"))
+
+
+def g(h, mode, n, m):
+    return h.get("percpu-threads", mode, f"{n}T", m)
+
+
+def p999_growth(h, n):
+    """The larger of the alloc and free p999 at n threads over the 2-thread ones (per-CPU)."""
+    rs = [ratio(g(h, "percpu", n, m), g(h, "percpu", 2, m)) for m in ("alloc_p999_ns", "free_p999_ns")]
+    return None if None in rs else max(rs)
+
+
+def peers_rss(h):
+    rss = [h.get("percpu-many", v, "64T", "peak_rss_mb") for v in PEERS]
+    return None if None in rss else min(rss)
+
+
+def report(h, p, r):
+    r.heading(HEADINGS[0].format(nproc=h.nproc))
+    r(f"`threads-uslab N 256 {p.ops}/N 1` with `USLAB_PERCPU=0` (per-thread sheaves) and `=1` (per-CPU),",
+      "alternated, medians: every thread allocates bursts of 64 256-byte objects and frees them; million",
+      "pairs per second over all threads, the p999 of one alloc and of one free (ns, rdtsc), the",
+      "memory the cache has handed out when every thread is done (`held_kb`: all of it in sheaves and",
+      "the barn) and the RSS the process gained. `auto` is the default (`USLAB_PERCPU_THREADS=4`).", "")
+    rows = []
+    for n in p.threads:
+        for mode in ("perthread", "percpu", "auto"):
+            rows.append([f"{n}", mode, fmt(g(h, mode, n, "mops"), "%.1f"),
+                         div(g(h, mode, n, "mops"), g(h, mode, p.threads[0], "mops")),
+                         fmt(g(h, mode, n, "alloc_p999_ns"), "%.0f"), fmt(g(h, mode, n, "free_p999_ns"), "%.0f"),
+                         fmt(g(h, mode, n, "held_kb"), "%.0f"), fmt(g(h, mode, n, "rss_mb"), "%.1f")])
+    for v in PEERS:
+        rows.append(["64", v, fmt(g(h, v, 64, "mops"), "%.1f"), "", fmt(g(h, v, 64, "alloc_p999_ns"), "%.0f"),
+                     fmt(g(h, v, 64, "free_p999_ns"), "%.0f"), "", fmt(g(h, v, 64, "rss_mb"), "%.1f")])
+    r.table(["threads", "sheaves", "M pairs/s", f"/ {p.threads[0]} threads", "alloc p999", "free p999",
+             "held KiB", "RSS MB"], rows)
+    pt = [h.get("percpu-pair", m, "256", "ns") for m, _ in MODES]
+    r("", f"The one-thread pair (`pair-uslab 256 {p.pair} 3`, the inline paths): per-thread",
+      f"{fmt(pt[0], '%.2f')} ns, per-CPU {fmt(pt[1], '%.2f')} ns ({div(pt[1], pt[0])}).", "")
+    rows = []
+    for v in ["perthread", "percpu"] + PEERS:
+        rows.append([v, fmt(h.get("percpu-many", v, "64T", "mops"), "%.1f"),
+                     fmt(h.get("percpu-many", v, "64T", "peak_rss_mb"), "%.1f")])
+    r(f"`manythreads-<peer> 64 {p.mt_ops} 1` (kmalloc/malloc of small random sizes, 64 threads):", "")
+    r.table(["allocator", "M steps/s", "peak RSS MB"], rows)
+
+
+GOALS = [
+    Goal("per-CPU: 64 threads >= 0.95x the 2-thread throughput",
+         lambda h, p: (ratio(g(h, "percpu", 64, "mops"), g(h, "percpu", 2, "mops")), None), ">=", 0.95),
+    Goal("per-CPU: 256 threads >= 0.95x the 2-thread throughput",
+         lambda h, p: (ratio(g(h, "percpu", 256, "mops"), g(h, "percpu", 2, "mops")), None), ">=", 0.95, when=lambda h, p: 256 in p.threads),
+    Goal("per-CPU: 256-thread sheaf memory <= 1.5x the 2-thread",
+         lambda h, p: (ratio(g(h, "percpu", 256, "held_kb"), g(h, "percpu", 2, "held_kb")), None), "<=", 1.5, when=lambda h, p: 256 in p.threads),
+    Goal("per-CPU: 64-thread p999 (alloc, free) <= 4x the 2-thread", lambda h, p: (p999_growth(h, 64), None),
+         "<=", 4.0),
+    Goal("per-CPU: 256-thread p999 (alloc, free) <= 4x the 2-thread", lambda h, p: (p999_growth(h, 256), None),
+         "<=", 4.0, when=lambda h, p: 256 in p.threads),
+    Goal("per-CPU: 2 threads >= 0.95x per-thread's 2 threads",
+         lambda h, p: (ratio(g(h, "percpu", 2, "mops"), g(h, "perthread", 2, "mops")), None), ">=", 0.95),
+    Goal("per-CPU: manythreads 64 peak RSS <= the lower of mimalloc's and tcmalloc's",
+         lambda h, p: (ratio(h.get("percpu-many", "percpu", "64T", "peak_rss_mb"), peers_rss(h)), None), "<=", 1.0),
+    Goal("per-CPU pair <= 2x the per-thread inline pair",
+         lambda h, p: (ratio(h.get("percpu-pair", "percpu", "256", "ns"),
+                             h.get("percpu-pair", "perthread", "256", "ns")), None), "<=", 2.0),
+]
