@@ -530,11 +530,14 @@ USLAB_API USLAB_NO_ACCESS(1) struct uslab_cache *uslab_cache_of(const void *p);
  * every object's state, red zones (USLAB_RED_ZONE) and the poison of free
  * objects (USLAB_POISON). Each problem found is
  * one line on stderr, "uslab: validate <cache>: <what>". Other threads'
- * sheaves are not looked at (uslab_thread_flush() on those threads first).
+ * sheaves, and a per-CPU cache's CPU sheaves, are not looked at
+ * (uslab_thread_flush() on those threads, or uslab_cache_shrink(), first).
  * Nothing is repaired and the program goes on.
  *
- * Context: any thread; the cache's node lock is held while its slabs are
- * walked (the walk is as long as the cache's free objects).
+ * Context: any thread, while no other thread allocates from or frees to
+ * @c (a sheaf that goes from the barn to its slabs between the two
+ * snapshots reads as a double free); the cache's node lock is held while
+ * its slabs are walked (the walk is as long as the cache's free objects).
  * Return: the number of problems found (0: sound); -EINVAL - @c is NULL.
  * A destroyed cache stops the program ("uslab: BUG").
  */

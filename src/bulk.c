@@ -241,12 +241,16 @@ size_t uslab_priv_alloc_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 	if ((slots = pcs_percpu(c))) {
 		k = percpu_alloc_bulk(c, slots, n, objs);
 		if (k < n && !alloc_from_slabs(c, n - k, objs + k)) {
-			int err = errno; /* all or nothing, as below */
+			/* All or nothing, as below: what the CPU's sheaves gave goes back there. */
+			int err = errno;
+			size_t back = percpu_free_bulk(c, slots, k, objs);
 
-			cache_free_objects(c, objs, k, usl_opt.lookahead);
+			cache_free_objects(c, objs + back, k - back, usl_opt.lookahead);
 			errno = err;
 			return 0;
 		}
+		if ((p = pcs_counters(c)))
+			count(&p->hot.alloc_bulk, &p->hot.alloc_bulk_objs, n);
 		objs_unpoison(c, objs, n);
 		return n;
 	}
@@ -307,6 +311,8 @@ static void free_to_cache(struct uslab_cache *c, size_t n, void **objs)
 		memset(objs, 0, i * sizeof(void *));
 		if (i < m)
 			cache_free_objects(c, objs + i, m - i, usl_opt.lookahead);
+		if ((p = pcs_counters(c)))
+			count(&p->hot.free_bulk, &p->hot.free_bulk_objs, n);
 		return;
 	}
 	if (!c->sheaf_capacity || !(p = pcs_self(c))) {

@@ -385,6 +385,11 @@ void uslab_priv_kfree_slow(const void *p)
 		uslab_cache_free(s->cache, (void *)p); /* its checks report, then go on or stop */
 		return;
 	}
+	if (s && percpu_slots(s->cache)) {
+		/* A per-CPU class: as uslab_kfree(), the slab's own cache needs no check. */
+		pcs_push(s->cache, (void *)p);
+		return;
+	}
 	s = object_slab(p, "kfree");
 	if (s->cache->flags & CACHE_LARGE) {
 		cache_slab_drop_single(s);

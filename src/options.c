@@ -117,7 +117,7 @@ static const struct option_row {
 	  "per-CPU sheaves (rseq): 0 never, 1 for every cache with sheaves, auto for caches "
 	  "created with USLAB_PERCPU and those many threads use",
 	  usl_percpu_names, NULL },
-	{ "USLAB_PERCPU_THREADS", &usl_opt.percpu_threads, 4, 1, 1u << 20,
+	{ "USLAB_PERCPU_THREADS", &usl_opt.percpu_threads, 32, 1, 1u << 20,
 	  "auto: a cache switches to per-CPU sheaves when more threads hold its sheaves than "
 	  "this many per CPU",
 	  NULL, NULL },

@@ -182,6 +182,24 @@ static void pcs_attach(struct uslab_cache *c, struct pcs *p)
 }
 
 /*
+ * pcs_counters - the calling thread's entry of a per-CPU cache @c, attached
+ * for its bulk call counters only (it holds no sheaf of @c, so the fast
+ * paths still miss): NULL if the thread cannot start. The lock only the
+ * first time.
+ */
+struct pcs *pcs_counters(struct uslab_cache *c)
+{
+	struct pcs *p = pcs_self(c);
+
+	if (p && unlikely(p->cache != c)) {
+		thread_lock_self();
+		pcs_attach(c, p);
+		thread_unlock_self();
+	}
+	return p;
+}
+
+/*
  * The slow paths' door to per-CPU sheaves: @c's slots, or NULL. A thread
  * that still holds per-thread sheaves of a cache that switched hands them
  * back first (its calls reach the library once its main is empty or full).
@@ -592,8 +610,15 @@ void pcs_push(struct uslab_cache *c, void *obj)
 {
 	struct pcs *p = pcs_of(c);
 	void **top = p->hot.top;
+	struct percpu_slot *slots;
 
 	if (unlikely(top == p->hot.limit)) {
+		/* A per-CPU cache (the thread holds none of its sheaves): @obj is checked already. */
+		if (!top && (slots = percpu_slots(c))) {
+			obj_poison(c, obj);
+			percpu_free(c, slots, obj);
+			return;
+		}
 		uslab_priv_free_slow(c, obj);
 		return;
 	}

@@ -346,6 +346,59 @@ void percpu_init(void)
 }
 
 /*
+ * Slot arrays (percpu_nr slots each) are carved one after another from
+ * shared chunks and reused through a free list, under percpu_lock: the
+ * arrays of the caches a program uses together share pages and fall on
+ * different cache lines, with one mmap per 256 KiB instead of one per
+ * cache (no speed difference was measured either way: manythreads-uslab 1
+ * ran at 49-54 million steps per second with both).
+ */
+#define SLOTS_CHUNK (256u << 10)
+static char *slots_next, *slots_end;
+static void *slots_free;
+
+static size_t slots_size(void)
+{
+	return (size_t)percpu_nr * sizeof(struct percpu_slot);
+}
+
+static struct percpu_slot *slots_get(void)
+{
+	size_t size = slots_size();
+	void *p = NULL;
+
+	ulock_lock(&percpu_lock);
+	if (slots_free) {
+		p = slots_free;
+		slots_free = *(void **)p;
+	} else {
+		if ((size_t)(slots_end - slots_next) < size) {
+			size_t chunk = size > SLOTS_CHUNK ? ALIGN_UP(size, PAGE_SIZE) : SLOTS_CHUNK;
+			char *m = os_mmap(chunk);
+
+			if (m) {
+				slots_next = m;
+				slots_end = m + chunk;
+			}
+		}
+		if ((size_t)(slots_end - slots_next) >= size) {
+			p = slots_next;
+			slots_next += size;
+		}
+	}
+	ulock_unlock(&percpu_lock);
+	return p;
+}
+
+static void slots_put(struct percpu_slot *slots)
+{
+	ulock_lock(&percpu_lock);
+	*(void **)(void *)slots = slots_free;
+	slots_free = slots;
+	ulock_unlock(&percpu_lock);
+}
+
+/*
  * percpu_enable - give @c per-CPU slots, all empty (percpu_dead): from its
  * next slow path on, every thread's calls of it go through them. Caches
  * without sheaves, pools and uslab's own caches keep per-thread sheaves.
@@ -354,7 +407,6 @@ void percpu_init(void)
  */
 bool percpu_enable(struct uslab_cache *c)
 {
-	size_t bytes = ALIGN_UP((size_t)percpu_nr * sizeof(struct percpu_slot), PAGE_SIZE);
 	struct percpu_slot *slots, *none = NULL;
 
 	if (__atomic_load_n(&c->hot.pcpu, __ATOMIC_ACQUIRE))
@@ -362,7 +414,7 @@ bool percpu_enable(struct uslab_cache *c)
 	if (!percpu_supported || !c->sheaf_capacity ||
 	    (c->flags & (USLAB_POOL | USLAB_POOL_EXTERNAL | CACHE_INTERNAL)))
 		return false;
-	slots = os_mmap(bytes);
+	slots = slots_get();
 	if (!slots)
 		return false;
 	for (unsigned int i = 0; i < percpu_nr; i++) {
@@ -374,7 +426,7 @@ bool percpu_enable(struct uslab_cache *c)
 	c->hot.pcpu_nr = percpu_nr;
 	if (!__atomic_compare_exchange_n(&c->hot.pcpu, &none, slots, false, __ATOMIC_RELEASE,
 					 __ATOMIC_RELAXED))
-		os_munmap(slots, bytes);
+		slots_put(slots);
 	return true;
 }
 
@@ -506,8 +558,11 @@ void percpu_free(struct uslab_cache *c, struct percpu_slot *slots, void *obj)
 
 /*
  * percpu_alloc_bulk - up to @n objects of @c from this CPU's sheaves into
- * @objs (not unpoisoned). Return: how many; the caller takes the rest from
- * the slabs.
+ * @objs (not unpoisoned): what they hold, with sheaves from the barn or
+ * refilled from slabs only while the rest is smaller than a sheaf (as the
+ * per-thread bulk path: a large rest goes to the slabs directly, and a
+ * failed call leaves no refilled sheaf behind). Return: how many; the
+ * caller takes the rest from the slabs.
  */
 size_t percpu_alloc_bulk(struct uslab_cache *c, struct percpu_slot *slots, size_t n, void **objs)
 {
@@ -517,7 +572,7 @@ size_t percpu_alloc_bulk(struct uslab_cache *c, struct percpu_slot *slots, size_
 		size_t want = n - k > (1u << 30) ? (1u << 30) : n - k;
 
 		k += pc_pop_bulk(slots, objs + k, (unsigned int)want);
-		if (k < n && !pc_step(c, slots, true))
+		if (k == n || n - k >= sheaf_capacity_now(c) || !pc_step(c, slots, true))
 			break;
 	}
 	return k;
@@ -636,8 +691,7 @@ void percpu_destroy(struct uslab_cache *c)
 	struct percpu_slot *slots = __atomic_exchange_n(&c->hot.pcpu, NULL, __ATOMIC_ACQ_REL);
 
 	if (slots)
-		os_munmap(slots,
-			  ALIGN_UP((size_t)percpu_nr * sizeof(struct percpu_slot), PAGE_SIZE));
+		slots_put(slots);
 }
 
 /* Fork: no drain half done in the child (percpu_lock, rank LOCK_PERCPU). */

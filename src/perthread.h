@@ -120,6 +120,7 @@ INTERNAL bool pcs_swap_for(struct pcs *p, size_t n, bool alloc);
 INTERNAL void pcs_drain(struct pcs *p);
 INTERNAL void pcs_flush_self(struct uslab_cache *c);
 INTERNAL struct percpu_slot *pcs_percpu(struct uslab_cache *c);
+INTERNAL struct pcs *pcs_counters(struct uslab_cache *c);
 INTERNAL void pcs_push(struct uslab_cache *c, void *obj);
 INTERNAL size_t pcs_gather_self(struct uslab_cache *c, void **dst, size_t max);
 INTERNAL void pcs_stat(struct pcs *p, enum uslab_stat_item item, uint64_t n);

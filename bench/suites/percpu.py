@@ -15,7 +15,7 @@ PEERS = ["mimalloc", "tcmalloc"]
 
 
 def setup(h):
-    return NS(ops=h.size(40000000, 4000000, 256000), pair=h.size(20000000, 4000000, 200000),
+    return NS(ops=h.size(400000000, 40000000, 256000), pair=h.size(20000000, 4000000, 200000),
               mt_ops=h.size(20000000, 4000000, 256000), threads=h.size(THREADS, THREADS, (2, 64, 256)))
 
 
@@ -69,7 +69,7 @@ def report(h, p, r):
       "alternated, medians: every thread allocates bursts of 64 256-byte objects and frees them; million",
       "pairs per second over all threads, the p999 of one alloc and of one free (ns, rdtsc), the",
       "memory the cache has handed out when every thread is done (`held_kb`: all of it in sheaves and",
-      "the barn) and the RSS the process gained. `auto` is the default (`USLAB_PERCPU_THREADS=4`).", "")
+      "the barn) and the RSS the process gained. `auto` is the default (`USLAB_PERCPU_THREADS=32`: per CPU from 65 threads here).", "")
     rows = []
     for n in p.threads:
         for mode in ("perthread", "percpu", "auto"):

@@ -1164,7 +1164,7 @@ static int auto_run(unsigned int n, const char *name, int *first_switch)
 static void test_auto_switch(void)
 {
 	const char *e = getenv("USLAB_PERCPU_THREADS");
-	long per = e && atol(e) > 0 ? atol(e) : 4;
+	long per = e && atol(e) > 0 ? atol(e) : 32; /* the default (doc/tuning.md) */
 	long cpu_count = ncpus_conf > ncpus ? ncpus_conf : ncpus;
 	long many = 2 * per * cpu_count + 1;
 	int first = -1, two, lots;
