@@ -152,8 +152,8 @@ int uslab_cache_destroy(struct uslab_cache *c)
 			cache_list_live(c); /* each, with its allocation's caller (U) */
 		return -EBUSY;
 	}
+	percpu_destroy(c); /* (before the id goes: it clears the id's entry) */
 	thread_id_detach_locked(c);
-	percpu_destroy(c);
 	cache_unregister_locked(c);
 	ulock_unlock(&caches_lock);
 	if (c->flags & USLAB_TYPESAFE_BY_RCU) {

@@ -74,6 +74,8 @@
 
 bool percpu_supported;
 unsigned int percpu_nr;
+struct uslab_priv_pcpu *uslab_priv_pcpu_of_id[USLAB_MAX_CACHES + 1];
+unsigned int uslab_priv_pcpu_nr;
 static unsigned int percpu_threshold;
 static struct ulock percpu_lock = ULOCK_INIT_RANK(LOCK_PERCPU);
 /* "No sheaf": size 0, capacity 0, so a pop finds it empty and a push full. */
@@ -342,6 +344,7 @@ void percpu_init(void)
 	if (membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ, 0, 0))
 		return;
 	percpu_nr = (unsigned int)cpus;
+	uslab_priv_pcpu_nr = percpu_nr;
 	percpu_supported = true;
 }
 
@@ -425,8 +428,13 @@ bool percpu_enable(struct uslab_cache *c)
 	/* (Set once, before the slots are published, and never changed.) */
 	c->hot.pcpu_nr = percpu_nr;
 	if (!__atomic_compare_exchange_n(&c->hot.pcpu, &none, slots, false, __ATOMIC_RELEASE,
-					 __ATOMIC_RELAXED))
+					 __ATOMIC_RELAXED)) {
 		slots_put(slots);
+		return true;
+	}
+	/* The kmalloc paths' way in, by the cache's id (after the slots are the cache's). */
+	if (c->id > 0)
+		__atomic_store_n(&uslab_priv_pcpu_of_id[c->id], slots, __ATOMIC_RELEASE);
 	return true;
 }
 
@@ -688,8 +696,12 @@ void percpu_stats(struct uslab_cache *c, struct uslab_cache_stats *st)
  */
 void percpu_destroy(struct uslab_cache *c)
 {
-	struct percpu_slot *slots = __atomic_exchange_n(&c->hot.pcpu, NULL, __ATOMIC_ACQ_REL);
+	struct percpu_slot *slots;
 
+	/* The id may be given to another cache next: its entry first. */
+	if (c->id > 0)
+		__atomic_store_n(&uslab_priv_pcpu_of_id[c->id], NULL, __ATOMIC_RELEASE);
+	slots = __atomic_exchange_n(&c->hot.pcpu, NULL, __ATOMIC_ACQ_REL);
 	if (slots)
 		slots_put(slots);
 }
