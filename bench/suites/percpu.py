@@ -14,8 +14,12 @@ THREADS = (2, 4, 8, 16, 64, 256)
 PEERS = ["mimalloc", "tcmalloc"]
 
 
+SA_THREADS = (2, 64, 256)
+
+
 def setup(h):
     return NS(ops=h.size(400000000, 40000000, 256000), pair=h.size(20000000, 4000000, 200000),
+              sa_cycles=h.size(2000000, 400000, 32768),
               mt_ops=h.size(20000000, 4000000, 256000), threads=h.size(THREADS, THREADS, (2, 64, 256)))
 
 
@@ -33,6 +37,12 @@ def run(h, p):
             for mode, env in MODES:
                 h.run(r, [h.exe("threads-uslab"), n, 256, max(p.ops // n, 1000), 1], env=env,
                       unset=("USLAB_PERCPU_THREADS",), rename=mode_rename(mode, "percpu-threads"))
+        # The seed's socket cycle (three caches, dentries freed at once): the same total
+        # cycles at every thread count.
+        for n in SA_THREADS:
+            for mode, env in MODES:
+                h.run(r, [h.exe("socketalloc"), "uslab-nodefer", n, max(p.sa_cycles // n, 256), 3], env=env,
+                      unset=("USLAB_PERCPU_THREADS",), rename=mode_rename(mode, "percpu-socket"))
         for mode, env in MODES:
             h.run(r, [h.exe("pair-uslab"), 256, p.pair, 3], env=env,
                   rename=mode_rename(mode, "percpu-pair"))
@@ -85,6 +95,20 @@ def report(h, p, r):
     pt = [h.get("percpu-pair", m, "256", "ns") for m, _ in MODES]
     r("", f"The one-thread pair (`pair-uslab 256 {p.pair} 3`, the inline paths): per-thread",
       f"{fmt(pt[0], '%.2f')} ns, per-CPU {fmt(pt[1], '%.2f')} ns ({div(pt[1], pt[0])}).", "")
+    r("", f"`socketalloc uslab-nodefer N {p.sa_cycles}/N 3` (the seed's socket cycle on three caches, the",
+      "dentry freed at once; million cycles per second over all threads, the memory the caches hold",
+      "when the threads are done):", "")
+    rows = []
+    for n in SA_THREADS:
+        row = [f"{n}"]
+        for mode, _ in MODES:
+            m = h.get("percpu-socket", mode, f"{n}T", "mcps")
+            row += [fmt(m, "%.2f"), div(m, h.get("percpu-socket", mode, "2T", "mcps")),
+                    fmt(h.get("percpu-socket", mode, f"{n}T", "held_kb"), "%.0f")]
+        rows.append(row)
+    r.table(["threads", "per-thread M cycles/s", "/ 2 threads", "held KiB", "per-CPU M cycles/s", "/ 2 threads",
+             "held KiB"], rows)
+    r("")
     rows = []
     for v in ["perthread", "percpu"] + PEERS:
         rows.append([v, fmt(h.get("percpu-many", v, "64T", "mops"), "%.1f"),
@@ -98,6 +122,12 @@ GOALS = [
          lambda h, p: (ratio(g(h, "percpu", 64, "mops"), g(h, "percpu", 2, "mops")), None), ">=", 0.95),
     Goal("per-CPU: 256 threads >= 0.95x the 2-thread throughput",
          lambda h, p: (ratio(g(h, "percpu", 256, "mops"), g(h, "percpu", 2, "mops")), None), ">=", 0.95, when=lambda h, p: 256 in p.threads),
+    Goal("per-CPU: socketalloc 64 threads >= 0.95x the 2-thread throughput",
+         lambda h, p: (ratio(h.get("percpu-socket", "percpu", "64T", "mcps"),
+                             h.get("percpu-socket", "percpu", "2T", "mcps")), None), ">=", 0.95),
+    Goal("per-CPU: socketalloc 256 threads >= 0.95x the 2-thread throughput",
+         lambda h, p: (ratio(h.get("percpu-socket", "percpu", "256T", "mcps"),
+                             h.get("percpu-socket", "percpu", "2T", "mcps")), None), ">=", 0.95),
     Goal("per-CPU: 256-thread sheaf memory <= 1.5x the 2-thread",
          lambda h, p: (ratio(g(h, "percpu", 256, "held_kb"), g(h, "percpu", 2, "held_kb")), None), "<=", 1.5, when=lambda h, p: 256 in p.threads),
     Goal("per-CPU: 64-thread p999 (alloc, free) <= 4x the 2-thread", lambda h, p: (p999_growth(h, 64), None),
