@@ -3,7 +3,8 @@
  * sheaf.c - the sheaf: an array of free object pointers of one cache, with
  * a header (Linux 6.18 sheaves; Bonwick's magazines). Sheaves come in
  * SHEAF_CLASSES capacities, each from one of uslab's own metadata caches
- * (the largest, 1022 objects, is exactly 8 KiB). A cache's base capacity
+ * (the largest, 1022 objects, takes 8256 bytes: header and slots rounded up
+ * to whole cache lines). A cache's base capacity
  * is chosen at creation (sheaf_capacity_for) and is c->sheaf_capacity;
  * unless pinned, the capacity of the sheaves it hands out grows from there
  * up to sheaf_capacity_max() while its threads trade with the barn often,
@@ -32,7 +33,15 @@ int sheaf_bootstrap(void)
 	char name[32];
 
 	for (int i = 0; i < SHEAF_CLASSES; i++) {
-		size_t size = sizeof(struct sheaf) + sheaf_caps[i] * sizeof(void *);
+		/*
+		 * Whole cache lines: a per-CPU sheaf's header (its size) is
+		 * written on every pop and push (percpu.c), and sheaves packed at
+		 * 8 bytes shared a line with the neighbour's last slots, another
+		 * CPU's: the socket cycle with 2 threads on per-CPU sheaves ran at
+		 * 3.7-7.7 million cycles per second, 41 with lines of their own.
+		 */
+		size_t size =
+			ALIGN_UP(sizeof(struct sheaf) + sheaf_caps[i] * sizeof(void *), CACHELINE);
 
 		snprintf(name, sizeof(name), "uslab_sheaf-%zu", size);
 		if (cache_init_internal(&sheaf_cache_store[i], name, size))
