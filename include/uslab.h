@@ -320,9 +320,14 @@ USLAB_API USLAB_MALLOC_ATTR void *uslab_cache_zalloc(struct uslab_cache *c);
  * Freeing an object to the wrong
  * cache, twice, or a pointer that uslab did not hand out is a bug in the
  * program; uslab stops the program with "uslab: BUG <cache>: <what> at
- * <address>": at the call in a debug cache (USLAB_DEBUG, doc/api.md), and
- * in the library's paths (doc/design.md, "What each tier catches"), else
- * when the object reaches its slab.
+ * <address>". An object freed twice is caught at the second call, however
+ * many frees came between and whichever thread made them (the free key,
+ * written into the first word of a free object: doc/design.md, "Free
+ * checks"; not for caches with a constructor or TYPESAFE_BY_RCU, nor
+ * pools). Everything is caught at the call in a debug cache (USLAB_DEBUG,
+ * doc/api.md) and in the library's paths (USLAB_NO_INLINE); a foreign or
+ * interior pointer, or one of another cache, freed inline is caught when
+ * the object reaches its slab (doc/design.md, "What each tier catches").
  *
  * Context: any thread.
  */

@@ -41,6 +41,15 @@ _Static_assert(offsetof(struct slab, pcs_id) == USLAB_PRIV_SLAB_PCS_ID &&
 		       sizeof(((struct slab *)0)->pcs_id) == sizeof(unsigned short),
 	       "a 16-bit cache id at USLAB_PRIV_SLAB_PCS_ID");
 _Static_assert(USLAB_MAX_CACHES < 65536, "a cache id fits struct slab.pcs_id");
+/* The interior-pointer check reads a cache slab's first object from its descriptor. */
+_Static_assert(offsetof(struct slab, first_neg) == USLAB_PRIV_SLAB_FIRST &&
+		       sizeof(((struct slab *)0)->first_neg) == 8,
+	       "minus the first object's address at USLAB_PRIV_SLAB_FIRST");
+/* uslab_priv_objgeo[id]: one entry per id, each on its own half line. */
+_Static_assert(sizeof(struct uslab_priv_objgeo) == 32, "an objgeo entry is 32 bytes");
+/* The free key: the cache's copy at the hot line, which the inline paths read. */
+_Static_assert(offsetof(struct uslab_cache, hot.free_key) + sizeof(uintptr_t) <= CACHELINE,
+	       "the free key is on the cache's first line");
 /* uslab_priv_kmalloc_index(): the highest bit of an unsigned long. */
 _Static_assert(USLAB_PRIV_LONG_TOP_BIT == 63, "__builtin_clzl of a 64-bit long");
 

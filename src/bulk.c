@@ -251,7 +251,7 @@ size_t uslab_priv_alloc_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 		}
 		if ((p = pcs_counters(c)))
 			count(&p->hot.alloc_bulk, &p->hot.alloc_bulk_objs, n);
-		objs_unpoison(c, objs, n);
+		objs_hand_out(c, objs, n);
 		return n;
 	}
 	if (!c->sheaf_capacity || !(p = pcs_self(c)))
@@ -281,14 +281,14 @@ size_t uslab_priv_alloc_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 	count(&p->hot.alloc_bulk, &p->hot.alloc_bulk_objs, n);
 	thread_unlock_self();
 	barn_kick(); /* a trade above may have grown the capacity */
-	objs_unpoison(c, objs, n);
+	objs_hand_out(c, objs, n);
 	return n;
 
 direct:
 	if (!alloc_from_slabs(c, n, objs))
 		return 0;
 	USLAB_ASSERT_EXPENSIVE(all_of_cache(c, objs, n, false));
-	objs_unpoison(c, objs, n);
+	objs_hand_out(c, objs, n);
 	return n;
 }
 
@@ -402,6 +402,7 @@ void uslab_priv_free_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 		return;
 	}
 	cache_check_live(c, "bulk free");
+	objs_mark_free(c, objs, n); /* a double free stops here, at the call */
 	objs_poison(objs, n);
 	free_to_cache(c, n, objs);
 	USLAB_ASSERT_EXPENSIVE(all_null(objs, n)); /* every entry consumed */
@@ -421,7 +422,7 @@ size_t uslab_cache_alloc_bulk(struct uslab_cache *c, size_t n, void **objs)
 		p->hot.top -= n;
 		copy_ptrs(objs, p->hot.top, n);
 		count(&p->hot.alloc_bulk, &p->hot.alloc_bulk_objs, n);
-		objs_unpoison(c, objs, n);
+		objs_hand_out(c, objs, n);
 		return n;
 	}
 	return uslab_priv_alloc_bulk_slow(c, n, objs);
@@ -437,6 +438,7 @@ void uslab_cache_free_bulk(struct uslab_cache *c, size_t n, void **objs)
 		top = p->hot.top;
 		if (n - 1 < (size_t)(p->hot.limit - top)) {
 			/* push_main()'s move in one pass: main has room for all. */
+			objs_mark_free(c, objs, n);
 			objs_poison(objs, n);
 			p->hot.top =
 				top + (unlikely(move_ptrs(top, objs, n)) ? squeeze(top, n) : n);

@@ -105,6 +105,41 @@ static uintptr_t random_secret(void)
 }
 
 /*
+ * The free key (<uslab/priv.h>, doc/design.md "Free checks"): one random
+ * word for the process, bit 63 set (never 0, never a user address); each
+ * cache with a key has a copy (c->hot.free_key).
+ */
+static uintptr_t free_key;
+
+/*
+ * cache_free_key - the free key of @c, which is getting sheaves: 0 where a
+ * free object's first word is not uslab's (a constructor, TYPESAFE_BY_RCU,
+ * the debug tier: bound; pools: the caller's) or no free object ever
+ * waits in a sheaf (uslab's own caches). A cache without sheaves has none:
+ * its objects go to their slabs, written by nothing but the layout.
+ */
+uintptr_t cache_free_key(const struct uslab_cache *c)
+{
+	if (c->ctor || c->debug ||
+	    (c->flags &
+	     (USLAB_TYPESAFE_BY_RCU | USLAB_POOL | USLAB_POOL_EXTERNAL | CACHE_INTERNAL)))
+		return 0;
+	return free_key;
+}
+
+/*
+ * uslab_priv_double_free - a free found the free key in @obj's first word:
+ * it is free already (in a sheaf, the barn, a magazine or a CPU's sheaf).
+ * @c is NULL from the inline kfree.
+ */
+void uslab_priv_double_free(struct uslab_cache *c, const void *obj)
+{
+	if (!c)
+		c = uslab_cache_of(obj);
+	usl_bug(c, obj, "double free (the object carries the free key: it is free already)");
+}
+
+/*
  * cache_setup - lay out @c (the alignment its flags and the debug tier
  * ask for, then slab_geometry_init()) and initialise its descriptor.
  * Return: 0, or -EINVAL when no layout can serve it.
@@ -217,6 +252,8 @@ int cache_init_internal(struct uslab_cache *c, const char *name, size_t size)
 int cache_bootstrap(void)
 {
 	int err = 0;
+
+	free_key = random_secret() | (1ul << 63);
 
 	for (unsigned int i = 0; !err && i < OFFSLAB_CACHES; i++) {
 		char name[32];
@@ -879,7 +916,7 @@ void *cache_alloc_direct(struct uslab_cache *c)
 
 	if (cache_refill(c, &obj, 1) != 1)
 		return NULL;
-	asan_unpoison(obj, c->object_size);
+	objs_hand_out(c, &obj, 1); /* (a slab's object may carry a stale key) */
 	return obj;
 }
 

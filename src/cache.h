@@ -140,6 +140,7 @@ INTERNAL extern struct ulock caches_lock;
 INTERNAL unsigned int cache_refill(struct uslab_cache *c, void **dst, unsigned int want);
 INTERNAL void cache_free_objects(struct uslab_cache *c, void **p, size_t n, unsigned int lookahead);
 INTERNAL void *cache_alloc_direct(struct uslab_cache *c);
+INTERNAL uintptr_t cache_free_key(const struct uslab_cache *c);
 INTERNAL void cache_free_direct(struct uslab_cache *c, void *obj);
 INTERNAL int cache_bootstrap(void);
 INTERNAL int cache_init_internal(struct uslab_cache *c, const char *name, size_t size);
@@ -215,6 +216,62 @@ static inline void objs_unpoison(const struct uslab_cache *c, void *const *objs,
 #else
 	(void)c, (void)objs, (void)n;
 #endif
+}
+
+/*
+ * The free key (<uslab/priv.h>, doc/design.md "Free checks"), for the
+ * library's paths: obj_mark_free() checks and marks an object of @c (one
+ * with a key) going into a sheaf or a magazine, obj_unmark() clears the
+ * mark of one leaving them. They read and write one word of a free object,
+ * poisoned for ASan or not, as relaxed atomics (plain moves on x86-64): an
+ * object freed after a grace period (uslab_free_rcu) was read by RCU
+ * readers until then, an order ThreadSanitizer cannot see in liburcu.
+ */
+NO_SANITIZE_ADDRESS static inline void obj_mark_free(struct uslab_cache *c, void *obj)
+{
+	uintptr_t *w = obj;
+
+	USLAB_ASSERT(c->hot.free_key);
+	if (unlikely(__atomic_load_n(w, __ATOMIC_RELAXED) == c->hot.free_key))
+		uslab_priv_double_free(c, obj);
+	__atomic_store_n(w, c->hot.free_key, __ATOMIC_RELAXED);
+}
+
+NO_SANITIZE_ADDRESS static inline void obj_unmark(void *obj)
+{
+	__atomic_store_n((uintptr_t *)obj, 0, __ATOMIC_RELAXED);
+}
+
+/*
+ * The same for an object that may not carry the key (one from a slab):
+ * cleared only if it does, so an object no sheaf held is not written (the
+ * index layouts hand objects out without writing them).
+ */
+NO_SANITIZE_ADDRESS static inline void obj_unmark_if(const struct uslab_cache *c, void *obj)
+{
+	if (__atomic_load_n((uintptr_t *)obj, __ATOMIC_RELAXED) == c->hot.free_key)
+		obj_unmark(obj);
+}
+
+/* obj_mark_free() on @objs[0..n) of @c (NULL entries skipped), if @c has a key. */
+static inline void objs_mark_free(struct uslab_cache *c, void *const *objs, size_t n)
+{
+	if (c->hot.free_key)
+		for (size_t i = 0; i < n; i++)
+			if (objs[i])
+				obj_mark_free(c, objs[i]);
+}
+
+/*
+ * objs_hand_out - @objs[0..n) of @c leave uslab for the caller: unpoisoned
+ * for ASan, their free key cleared where they carry it.
+ */
+static inline void objs_hand_out(const struct uslab_cache *c, void *const *objs, size_t n)
+{
+	objs_unpoison(c, objs, n);
+	if (c->hot.free_key)
+		for (size_t i = 0; i < n; i++)
+			obj_unmark_if(c, objs[i]);
 }
 
 #endif /* USLAB_CACHE_H */

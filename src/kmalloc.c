@@ -385,7 +385,7 @@ void uslab_priv_kfree_slow(const void *p)
 		uslab_cache_free(s->cache, (void *)p); /* its checks report, then go on or stop */
 		return;
 	}
-	if (s && percpu_slots(s->cache)) {
+	if (s && percpu_slots(s->cache) && pcs_at_object(s->cache, s, p)) {
 		/* A per-CPU class: as uslab_kfree(), the slab's own cache needs no check. */
 		pcs_push(s->cache, (void *)p);
 		return;
@@ -405,8 +405,9 @@ void uslab_kfree(const void *p)
 	if (likely(s)) {
 		struct uslab_cache *c = __atomic_load_n(&s->cache, __ATOMIC_ACQUIRE);
 
-		if (likely(c && !(c->flags & CACHE_LARGE))) {
-			pcs_push(c, (void *)p); /* (its cache is the slab's: no check) */
+		/* Its cache is the slab's; a pointer inside an object: the slow path reports. */
+		if (likely(c && !(c->flags & CACHE_LARGE) && pcs_at_object(c, s, p))) {
+			pcs_push(c, (void *)p);
 			return;
 		}
 	}

@@ -68,6 +68,7 @@ struct uslab_magazine *uslab_magazine_create(struct uslab_cache *c, unsigned int
 	m->cache = c;
 	m->capacity = capacity;
 	m->refill = refill;
+	m->uslab_priv_free_key = c->hot.free_key; /* 0 for a debug cache */
 	if (c->debug) {
 		m->capacity = 0; /* every call reaches the library, which passes it through */
 		m->uslab_priv_capacity = capacity;
@@ -195,6 +196,10 @@ static void flush_bottom(struct uslab_magazine *m, unsigned int *k, size_t n)
 	if (!n)
 		return;
 	USLAB_ASSERT(n <= *k);
+	/* Marked by the magazine's frees: the cache's bulk free checks and marks them again. */
+	if (m->uslab_priv_free_key)
+		for (size_t i = 0; i < n; i++)
+			obj_unmark(m->objs[i]);
 	uslab_cache_free_bulk(m->cache, n, m->objs); /* poisoned: they stay so */
 	memmove(m->objs, m->objs + n, (*k - n) * sizeof(void *));
 	*k -= (unsigned int)n;
@@ -260,7 +265,7 @@ void *uslab_priv_magazine_alloc_slow(struct uslab_magazine *m)
 	}
 	obj = m->objs[--k];
 	mag_leave(m, k);
-	objs_unpoison(m->cache, &obj, 1);
+	objs_hand_out(m->cache, &obj, 1);
 	return obj;
 }
 
@@ -273,7 +278,7 @@ void *uslab_magazine_alloc(struct uslab_magazine *m)
 	if (unlikely(m->count - 1 >= m->capacity)) /* empty, or reported */
 		return uslab_priv_magazine_alloc_slow(m);
 	obj = m->objs[--m->count];
-	objs_unpoison(m->cache, &obj, 1);
+	objs_hand_out(m->cache, &obj, 1);
 	return obj;
 }
 
@@ -288,6 +293,8 @@ void uslab_magazine_free(struct uslab_magazine *m, void *obj)
 		if (n == ~0u)
 			return;
 	}
+	if (m->uslab_priv_free_key)
+		obj_mark_free(m->cache, obj);
 	objs_poison(&obj, 1);
 	m->objs[n] = obj;
 	m->count = n + 1;
@@ -334,7 +341,7 @@ static size_t alloc_bulk(struct uslab_magazine *m, unsigned int *k, size_t n, vo
 	}
 	*k -= (unsigned int)take;
 	memcpy(p, m->objs + *k, take * sizeof(void *));
-	objs_unpoison(m->cache, p, take);
+	objs_hand_out(m->cache, p, take);
 	return n;
 }
 
@@ -357,6 +364,7 @@ size_t uslab_magazine_alloc_bulk(struct uslab_magazine *m, size_t n, void **p)
 static void push_objs(struct uslab_magazine *m, unsigned int *k, size_t n, void **p)
 {
 	USLAB_ASSERT(*k + n <= m->capacity);
+	objs_mark_free(m->cache, p, n);
 	if (!ptrs_any_null(p, n)) {
 		objs_poison(p, n);
 		memcpy(m->objs + *k, p, n * sizeof(void *));

@@ -704,6 +704,7 @@ static void tails_publish(struct slab *s, size_t from, size_t to)
 
 		USLAB_ASSERT(d->state == SLAB_TAIL && d->head == s);
 		d->pcs_id = s->pcs_id;
+		d->first_neg = s->first_neg; /* (a large object's size: read from the head only) */
 		__atomic_store_n(&d->cache, s->cache, __ATOMIC_RELEASE);
 	}
 }

@@ -84,8 +84,14 @@ struct slab {
 		/* FREE: a release chain (cache.c, gp.c) */
 		struct slab *next;
 	};
-	char *base;	     /* first byte of the slab; NULL in a tail */
-	uint64_t large_size; /* a large object's slab: its usable bytes, whole pages */
+	char *base; /* first byte of the slab; NULL in a tail */
+	union {
+		uint64_t large_size; /* a large object's slab: its usable bytes, whole pages */
+		/* a cache's slab: minus the address of its first object (the inline
+		   kfree's check), negated so that no scan for pointers (valgrind's
+		   leak check) finds the object through it */
+		uintptr_t first_neg;
+	};
 };
 
 _Static_assert(sizeof(struct slab) == CACHELINE, "a slab descriptor is one cache line");

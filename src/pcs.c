@@ -379,6 +379,8 @@ void *uslab_priv_alloc_slow(struct uslab_cache *c)
 	}
 	if ((slots = pcs_percpu(c))) {
 		obj = percpu_alloc(c, slots);
+		if (obj && c->hot.free_key)
+			obj_unmark(obj);
 		NO_TAIL_CALL(obj);
 		return obj;
 	}
@@ -391,7 +393,7 @@ void *uslab_priv_alloc_slow(struct uslab_cache *c)
 	pcs_stat(p, USLAB_STAT_ALLOC_SLOWPATH, 1);
 	if (pcs_refill_main(c, p, true)) {
 		obj = *--p->hot.top;
-		asan_unpoison(obj, c->object_size);
+		objs_hand_out(c, &obj, 1);
 	} else {
 		/* No sheaf to be had: one object straight from a slab. */
 		obj = cache_alloc_direct(c);
@@ -404,9 +406,9 @@ void *uslab_priv_alloc_slow(struct uslab_cache *c)
 
 /*
  * SLUB's naive check: @obj is not the object freed last to this thread's
- * main sheaf (an immediate double free). In the library's frees only: in
- * the inline push it cost 14% of the P1 pair (doc/design.md), beyond the
- * 10% the hardening may take.
+ * main sheaf (an immediate double free). In the library's frees of caches
+ * without the free key (which finds every double free: pools, caches with
+ * a constructor or TYPESAFE_BY_RCU).
  */
 static inline void check_top(const struct uslab_cache *c, const struct pcs *p, const void *obj)
 {
@@ -437,11 +439,14 @@ void uslab_priv_free_slow(struct uslab_cache *c, void *obj)
 		pcs_push(c, obj);
 		return;
 	}
-	obj_poison(c, obj);
 	if ((slots = pcs_percpu(c))) {
 		slab_of_object(c, obj); /* checked at the call, as below */
+		if (c->hot.free_key)
+			obj_mark_free(c, obj); /* (the inline paths leave it unmarked) */
+		obj_poison(c, obj);
 		percpu_free(c, slots, obj);
 	} else if (!c->sheaf_capacity || !(p = pcs_self(c))) {
+		obj_poison(c, obj);
 		cache_free_objects(c, &obj, 1, 0); /* (checks it on the way to its slab) */
 	} else {
 		/*
@@ -450,8 +455,12 @@ void uslab_priv_free_slow(struct uslab_cache *c, void *obj)
 		 */
 		if (!(c->flags & USLAB_POOL_EXTERNAL))
 			slab_of_object(c, obj);
+		if (c->hot.free_key)
+			obj_mark_free(c, obj);
+		obj_poison(c, obj);
 		thread_lock_self();
-		check_top(c, p, obj); /* (main is full: its top is the last freed) */
+		if (!c->hot.free_key)
+			check_top(c, p, obj); /* (main is full: its top is the last freed) */
 		pcs_stat(p, USLAB_STAT_FREE_SLOWPATH, 1);
 		if (pcs_make_room(c, p, true))
 			*p->hot.top++ = obj;
@@ -581,7 +590,7 @@ static inline void *alloc_pop(struct uslab_cache *c)
 	if (unlikely(top == p->hot.bottom))
 		return uslab_priv_alloc_slow(c);
 	p->hot.top = --top;
-	asan_unpoison(*top, c->object_size);
+	objs_hand_out(c, top, 1);
 	return *top;
 }
 
@@ -602,6 +611,18 @@ void *uslab_cache_alloc(struct uslab_cache *c)
 }
 
 /*
+ * pcs_at_object - whether @obj, in the slab whose descriptor (head or tail)
+ * is @s, of @c, is an object's start: the inline kfree's check
+ * (uslab_priv_at_object) with the cache's own geometry.
+ */
+bool pcs_at_object(const struct uslab_cache *c, const struct slab *s, const void *obj)
+{
+	uint64_t off = (uintptr_t)obj + s->first_neg;
+
+	return off < (uint64_t)c->objects * c->size && off * c->recip < c->recip;
+}
+
+/*
  * pcs_push - the push of the library's frees (uslab_cache_free, and
  * uslab_kfree once it found the cache): SLUB's naive double-free check,
  * then onto main, or the slow path when main is full.
@@ -615,6 +636,8 @@ void pcs_push(struct uslab_cache *c, void *obj)
 	if (unlikely(top == p->hot.limit)) {
 		/* A per-CPU cache (the thread holds none of its sheaves): @obj is checked already. */
 		if (!top && (slots = percpu_slots(c))) {
+			if (c->hot.free_key)
+				obj_mark_free(c, obj);
 			obj_poison(c, obj);
 			percpu_free(c, slots, obj);
 			return;
@@ -622,7 +645,11 @@ void pcs_push(struct uslab_cache *c, void *obj)
 		uslab_priv_free_slow(c, obj);
 		return;
 	}
-	check_top(c, p, obj);
+	/* The free key finds any double free; without one, the naive check. */
+	if (c->hot.free_key)
+		obj_mark_free(c, obj);
+	else
+		check_top(c, p, obj);
 	obj_poison(c, obj);
 	*top = obj;
 	p->hot.top = top + 1;
@@ -646,8 +673,10 @@ void uslab_cache_free(struct uslab_cache *c, void *obj)
 	if (unlikely(!c || (a >> VA_BITS) ||
 		     !(e = READ_ONCE(uslab_priv_slab_map[a >> ARENA_SHIFT]))))
 		goto slow;
-	s = slab_desc(a, e);
-	if (unlikely(READ_ONCE(s->cache) != c))
+	s = slab_desc(a,
+		      e); /* (a multi-page slab's tail names the cache and the first object too) */
+	/* Of @c, at an object's start (a pointer inside one: reported by the slow path). */
+	if (unlikely(READ_ONCE(s->cache) != c || !pcs_at_object(c, s, obj)))
 		goto slow;
 	pcs_push(c, obj);
 	return;

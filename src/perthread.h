@@ -121,6 +121,7 @@ INTERNAL void pcs_drain(struct pcs *p);
 INTERNAL void pcs_flush_self(struct uslab_cache *c);
 INTERNAL struct percpu_slot *pcs_percpu(struct uslab_cache *c);
 INTERNAL struct pcs *pcs_counters(struct uslab_cache *c);
+INTERNAL bool pcs_at_object(const struct uslab_cache *c, const struct slab *s, const void *obj);
 INTERNAL void pcs_push(struct uslab_cache *c, void *obj);
 INTERNAL size_t pcs_gather_self(struct uslab_cache *c, void **dst, size_t max);
 INTERNAL void pcs_stat(struct pcs *p, enum uslab_stat_item item, uint64_t n);

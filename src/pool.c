@@ -98,6 +98,7 @@ void uslab_pool_put_bulk(struct uslab_cache *c, size_t n, void *const *objs)
 		cache_check_live(c, "pool put"); /* reports a bad handle */
 		usl_bug(c, NULL, "pool put of a NULL array of %zu objects", n);
 	}
+	objs_mark_free(c, objs, n); /* (a pool has no key: a cache's objects put) */
 	objs_poison(objs, n);
 	p = pcs_of(c);
 	if (n - 1 < (size_t)(p->hot.limit - p->hot.top)) {

@@ -353,6 +353,13 @@ void thread_fork_child(void)
 #define ID_RESERVED USLAB_KMALLOC_CLASSES
 static uint64_t id_map[(USLAB_MAX_CACHES + 1 + 63) / 64];
 
+/*
+ * The objects' places in the slabs of the cache with each id, and its free
+ * key (<uslab/priv.h>): the inline kfree's checks. Zero for a cache without
+ * a key (its objects freed by kfree take the library's path) and for id 0.
+ */
+struct uslab_priv_objgeo uslab_priv_objgeo[USLAB_MAX_CACHES + 1];
+
 static int id_alloc(bool reserved)
 {
 	for (int i = reserved ? 1 : ID_RESERVED + 1; i <= USLAB_MAX_CACHES; i++) {
@@ -387,6 +394,13 @@ int thread_id_attach(struct uslab_cache *c, unsigned int sheaf_capacity)
 	c->id = id;
 	c->hot.pcs_off = (size_t)id * sizeof(struct pcs);
 	c->sheaf_capacity = sheaf_capacity;
+	c->hot.free_key = cache_free_key(c);
+	if (c->hot.free_key)
+		uslab_priv_objgeo[id] = (struct uslab_priv_objgeo){
+			.recip = c->recip,
+			.span = (uint64_t)c->objects * c->size,
+			.free_key = c->hot.free_key,
+		};
 	return 0;
 }
 
@@ -394,6 +408,8 @@ int thread_id_attach(struct uslab_cache *c, unsigned int sheaf_capacity)
 void thread_id_detach_locked(struct uslab_cache *c)
 {
 	USLAB_ASSERT_HELD(&caches_lock);
-	if (c->id > 0)
+	if (c->id > 0) {
+		uslab_priv_objgeo[c->id] = (struct uslab_priv_objgeo){ 0 };
 		id_free(c->id);
+	}
 }

@@ -27,7 +27,8 @@ Every (workload, allocator) runs in turn, A B C D E A B C D E ..., BENCH_REPS
 times, each run a fresh process; each program's output is checked to be the
 same under every allocator. Its own environment: BENCH_MALLOC_ONLY (redis
 python sqlite gcc perl gawk sed sort xz zstd git lua php), BENCH_MALLOC_ALLOCS (glibc mimalloc jemalloc tcmalloc
-uslab; the ratios need mimalloc), BENCH_REDIS_PORT (default 16479),
+uslab; the ratios need mimalloc; uslab-base: the libuslab-malloc.so named by
+BENCH_MALLOC_BASE, another build to alternate with), BENCH_REDIS_PORT (default 16479),
 BENCH_MALLOC_REPORT=1 (no runs: the report again from malloc-raw.csv).
 """
 
@@ -107,6 +108,9 @@ def setup(h):
             "jemalloc": so_of("libjemalloc2", r"/libjemalloc\.so\.2$"),
             "tcmalloc": so_of("libtcmalloc-minimal4", r"/libtcmalloc_minimal\.so\.4$"),
             "uslab": os.path.join(h.build, "libuslab-malloc.so")}
+    # Another build of uslab to alternate with (a commit before a change): BENCH_MALLOC_BASE.
+    if os.environ.get("BENCH_MALLOC_BASE"):
+        p.so["uslab-base"] = os.environ["BENCH_MALLOC_BASE"]
     p.libc = so_of("libc6", r"/libc\.so\.6$")
     for a in p.allocs:
         if a not in p.so:

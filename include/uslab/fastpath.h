@@ -45,8 +45,8 @@
  * per-CPU cache's calls come here): the CPU's sheaf in an rseq section,
  * else the library. About 14 instructions and the slot's and sheaf's lines.
  */
-static inline __attribute__((always_inline)) void *uslab_priv_alloc_miss(struct uslab_cache *c,
-									 void **top)
+static __attribute__((noinline, unused)) void *uslab_priv_alloc_miss(struct uslab_cache *c,
+								     void **top)
 {
 #ifdef USLAB_PRIV_RSEQ
 	const struct uslab_priv_cache *h = (const struct uslab_priv_cache *)(const void *)c;
@@ -55,8 +55,11 @@ static inline __attribute__((always_inline)) void *uslab_priv_alloc_miss(struct 
 	if (slots && !top) {
 		void *obj = uslab_priv_pcpu_pop(slots, h->pcpu_nr);
 
-		if (__builtin_expect(obj != (void *)0, 1))
+		if (__builtin_expect(obj != (void *)0, 1)) {
+			if (h->free_key)
+				uslab_priv_free_unmark(obj);
 			return obj;
+		}
 	}
 #else
 	(void)top;
@@ -64,27 +67,44 @@ static inline __attribute__((always_inline)) void *uslab_priv_alloc_miss(struct 
 	return uslab_priv_alloc_slow(c);
 }
 
-static inline __attribute__((always_inline)) void uslab_priv_free_miss(struct uslab_cache *c,
-								       void *obj, void **top)
+static __attribute__((noinline, unused)) void uslab_priv_free_miss(struct uslab_cache *c, void *obj,
+								   void **top)
 {
 #ifdef USLAB_PRIV_RSEQ
 	const struct uslab_priv_cache *h = (const struct uslab_priv_cache *)(const void *)c;
 	struct uslab_priv_pcpu *slots = h->pcpu;
 
-	if (slots && !top && __builtin_expect(uslab_priv_pcpu_push(slots, h->pcpu_nr, obj), 1))
-		return;
+	if (slots && !top) {
+		/* Marked before the push makes it another thread's to take. */
+		if (h->free_key)
+			uslab_priv_free_mark(c, obj, h->free_key);
+		if (__builtin_expect(uslab_priv_pcpu_push(slots, h->pcpu_nr, obj), 1))
+			return;
+		if (h->free_key)
+			uslab_priv_free_unmark(obj); /* the library marks it */
+	}
 #else
 	(void)top;
 #endif
 	uslab_priv_free_slow(c, obj);
 }
 
-/* Pop the main sheaf: 10 instructions, two branches (a NULL cache goes to the report). */
+/* The cache's free key (<uslab/priv.h>), 0: its objects are not marked. */
+static inline __attribute__((always_inline)) uintptr_t
+uslab_priv_key_of(const struct uslab_cache *c)
+{
+	return ((const struct uslab_priv_cache *)(const void *)c)->free_key;
+}
+
+/*
+ * Pop the main sheaf: 13 instructions, three branches (a NULL cache goes
+ * to the report; no key: nothing to clear).
+ */
 static inline __attribute__((always_inline)) void *uslab_cache_alloc_inline(struct uslab_cache *c)
 {
 	char *table = uslab_priv_pcs_table;
 	struct uslab_priv_pcs *p;
-	void **top;
+	void **top, *obj;
 
 	if (__builtin_expect(!c, 0))
 		return uslab_priv_alloc_slow(c);
@@ -93,15 +113,22 @@ static inline __attribute__((always_inline)) void *uslab_cache_alloc_inline(stru
 	if (__builtin_expect(top == p->bottom, 0))
 		return uslab_priv_alloc_miss(c, top);
 	p->top = --top;
-	return *top;
+	obj = *top;
+	if (__builtin_expect(uslab_priv_key_of(c) != 0, 1))
+		uslab_priv_free_unmark(obj);
+	return obj;
 }
 
-/* Push the main sheaf: 12 instructions, three branches (a NULL cache: the library). */
+/*
+ * Push the main sheaf: 17 instructions, five branches (a NULL cache: the
+ * library; the free key: an object free already is a double free).
+ */
 static inline __attribute__((always_inline)) void uslab_cache_free_inline(struct uslab_cache *c,
 									  void *obj)
 {
 	char *table = uslab_priv_pcs_table;
 	struct uslab_priv_pcs *p;
+	uintptr_t key;
 	void **top;
 
 	if (__builtin_expect(!obj, 0))
@@ -116,6 +143,9 @@ static inline __attribute__((always_inline)) void uslab_cache_free_inline(struct
 		uslab_priv_free_miss(c, obj, top);
 		return;
 	}
+	key = uslab_priv_key_of(c);
+	if (__builtin_expect(key != 0, 1))
+		uslab_priv_free_mark(c, obj, key);
 	*top = obj;
 	p->top = top + 1;
 }
@@ -148,6 +178,9 @@ uslab_cache_alloc_bulk_inline(struct uslab_cache *c, size_t n, void **objs)
 		uslab_priv_copy_ptrs(objs, top, n);
 	}
 	p->top = top;
+	if (__builtin_expect(uslab_priv_key_of(c) != 0, 1))
+		for (size_t i = 0; i < n; i++)
+			uslab_priv_free_unmark(objs[i]);
 	return n;
 }
 
@@ -171,6 +204,22 @@ uslab_cache_free_bulk_inline(struct uslab_cache *c, size_t n, void **objs)
 	top = p->top;
 	if (__builtin_expect(n - 1 >= (size_t)(p->limit - top), 0)) { /* n == 0 too */
 		uslab_priv_free_bulk_slow(c, n, objs);
+		return;
+	}
+	if (__builtin_expect(uslab_priv_key_of(c) != 0, 1)) {
+		/* Each object checked and marked as it goes in: one freed twice here is found. */
+		uintptr_t key = uslab_priv_key_of(c);
+
+		for (size_t i = 0; i < n; i++) {
+			void *o = objs[i];
+
+			objs[i] = (void *)0;
+			if (o) {
+				uslab_priv_free_mark(c, o, key);
+				*top++ = o;
+			}
+		}
+		p->top = top;
 		return;
 	}
 	if (__builtin_expect(n < USLAB_PRIV_BULK_VECTOR, 1)) {
@@ -199,7 +248,9 @@ static inline __attribute__((always_inline)) int uslab_pool_get_bulk_inline(stru
 	struct uslab_priv_pcs *p;
 	void **top;
 
-	if (__builtin_expect(n > USLAB_PRIV_POOL_BULK_INLINE || !c || !objs, 0))
+	/* A cache with the free key (not a pool): the library marks. */
+	if (__builtin_expect(n > USLAB_PRIV_POOL_BULK_INLINE || !c || !objs || uslab_priv_key_of(c),
+			     0))
 		return (uslab_pool_get_bulk)(c, n, objs);
 	p = uslab_priv_pcs_of(c);
 	top = p->top;
@@ -218,7 +269,8 @@ uslab_pool_put_bulk_inline(struct uslab_cache *c, size_t n, void *const *objs)
 	struct uslab_priv_pcs *p;
 	void **top;
 
-	if (__builtin_expect(n > USLAB_PRIV_POOL_BULK_INLINE || !c || !objs, 0)) {
+	if (__builtin_expect(n > USLAB_PRIV_POOL_BULK_INLINE || !c || !objs || uslab_priv_key_of(c),
+			     0)) {
 		(uslab_pool_put_bulk)(c, n, objs);
 		return;
 	}

@@ -125,10 +125,12 @@ USLAB_API void *uslab_krealloc(const void *p, size_t size);
  * uslab cache (kfree() of a kmem_cache object, as the kernel allows).
  * @p: the memory; NULL and USLAB_ZERO_SIZE_PTR do nothing.
  *
- * Misuse (a pointer uslab did not hand out, one inside an object, a
- * double free) is reported like uslab_cache_free()'s: at once for a large
- * object or a foreign address, when the object reaches its slab otherwise,
- * and at the call for an object of a cache in the debug tier.
+ * Misuse stops the program with "uslab: BUG" at the call: a pointer uslab
+ * did not hand out, one inside an object (the slab's geometry), an object
+ * freed twice (the free key, as uslab_cache_free()'s), whatever cache it
+ * belongs to; the object of a cache without the free key (a constructor,
+ * TYPESAFE_BY_RCU, pools) freed twice, when it reaches its slab, unless
+ * the cache is in the debug tier.
  *
  * Context: any thread, whichever thread allocated @p.
  */
@@ -241,8 +243,10 @@ static __attribute__((noinline, cold, unused)) void *uslab_priv_kmalloc_miss(siz
 		if (slots && !uslab_priv_pcs_of_id(id)->top) {
 			void *obj = uslab_priv_pcpu_pop(slots, uslab_priv_pcpu_nr);
 
-			if (obj)
+			if (obj) {
+				uslab_priv_free_unmark(obj);
 				return obj;
+			}
 		}
 	}
 #endif
@@ -258,13 +262,17 @@ USLAB_NO_ACCESS(1) void uslab_priv_kfree_miss(const void *obj)
 	if (!(a >> USLAB_PRIV_VA_BITS) &&
 	    (e = uslab_priv_slab_map[a >> USLAB_PRIV_ARENA_SHIFT]) != 0) {
 		const char *d = uslab_priv_slab_desc(a, e);
-		unsigned int id =
-			*(const unsigned short *)(const void *)(d + USLAB_PRIV_SLAB_PCS_ID);
+		unsigned int id = uslab_priv_desc_id(d);
+		const struct uslab_priv_objgeo *g = &uslab_priv_objgeo[id];
 		struct uslab_priv_pcpu *slots = uslab_priv_pcpu_of_id[id];
 
-		if (slots && !uslab_priv_pcs_of_id(id)->top &&
-		    uslab_priv_pcpu_push(slots, uslab_priv_pcpu_nr, (void *)obj))
-			return;
+		if (slots && !uslab_priv_pcs_of_id(id)->top && uslab_priv_at_object(a, d, g)) {
+			/* Marked before the push makes it another thread's to take. */
+			uslab_priv_free_mark((struct uslab_cache *)0, (void *)obj, g->free_key);
+			if (uslab_priv_pcpu_push(slots, uslab_priv_pcpu_nr, (void *)obj))
+				return;
+			uslab_priv_free_unmark((void *)obj); /* the library marks it */
+		}
 	}
 #endif
 	uslab_priv_kfree_slow(obj);
@@ -278,19 +286,27 @@ static inline __attribute__((always_inline)) void *uslab_kmalloc_inline(size_t s
 		void **top = p->top;
 
 		if (__builtin_expect(top != p->bottom, 1)) {
+			void *obj;
+
 			p->top = --top;
-			return *top;
+			obj = *top;
+			uslab_priv_free_unmark(obj); /* a class with sheaves has the free key */
+			return obj;
 		}
 	}
 	return uslab_priv_kmalloc_miss(size);
 }
 
 /*
- * The slab registry gives the object's slab descriptor and its cache id,
- * then the sheaf push of uslab_cache_free(): about 16 instructions, three
- * dependent loads (registry, descriptor, sheaf top) before the store.
- * NULL, USLAB_ZERO_SIZE_PTR, foreign addresses, large objects and caches
- * without sheaves (id 0), free slabs and a full sheaf go to the library.
+ * The slab registry gives the object's slab descriptor and its cache id;
+ * the descriptor and the id's struct uslab_priv_objgeo say whether the
+ * address is an object's start (a pointer inside an object goes to the
+ * library, which reports it); the free key says whether it is free
+ * already; then the sheaf push of uslab_cache_free(). About 26
+ * instructions, three dependent loads (registry, descriptor, sheaf top or
+ * geometry) before the stores. NULL, USLAB_ZERO_SIZE_PTR, foreign
+ * addresses, large objects and caches without sheaves or without the key
+ * (id 0, or span 0), free slabs and a full sheaf go to the library.
  */
 static inline __attribute__((always_inline))
 USLAB_NO_ACCESS(1) void uslab_kfree_inline(const void *obj)
@@ -300,11 +316,13 @@ USLAB_NO_ACCESS(1) void uslab_kfree_inline(const void *obj)
 	if (__builtin_expect(!(a >> USLAB_PRIV_VA_BITS), 1) &&
 	    (e = uslab_priv_slab_map[a >> USLAB_PRIV_ARENA_SHIFT]) != 0) {
 		const char *d = uslab_priv_slab_desc(a, e);
-		struct uslab_priv_pcs *p = uslab_priv_pcs_of_id(
-			*(const unsigned short *)(const void *)(d + USLAB_PRIV_SLAB_PCS_ID));
+		unsigned int id = uslab_priv_desc_id(d);
+		const struct uslab_priv_objgeo *g = &uslab_priv_objgeo[id];
+		struct uslab_priv_pcs *p = uslab_priv_pcs_of_id(id);
 		void **top = p->top;
 
-		if (__builtin_expect(top != p->limit, 1)) {
+		if (__builtin_expect(uslab_priv_at_object(a, d, g) && top != p->limit, 1)) {
+			uslab_priv_free_mark((struct uslab_cache *)0, (void *)obj, g->free_key);
 			*top = (void *)obj;
 			p->top = top + 1;
 			return;

@@ -80,7 +80,8 @@ struct uslab_magazine {
 	unsigned int uslab_priv_capacity; /* the library's: a debug cache's array size */
 	unsigned long refills;
 	unsigned long flushes;
-	unsigned long reserved[3];
+	uintptr_t uslab_priv_free_key; /* the cache's free key (<uslab/priv.h>) */
+	unsigned long reserved[2];
 	__extension__ void *objs[];
 };
 
@@ -180,9 +181,10 @@ USLAB_API USLAB_MALLOC_ATTR void *uslab_magazine_alloc(struct uslab_magazine *m)
  *
  * Pushes the stack (inline: two compares and a store). A full magazine
  * first returns its older half to the cache with one uslab_cache_free_bulk().
- * The object rests in the magazine and is handed out again by it; misuse
- * (a double free, a foreign pointer) is detected only when the object
- * reaches its slab, as for uslab_cache_free().
+ * The object rests in the magazine and is handed out again by it. An
+ * object freed twice (to the magazine or to the cache, in either order) is
+ * caught at the call by the free key, as for uslab_cache_free(); a foreign
+ * pointer only when the object reaches its slab.
  *
  * Context: owner of @m.
  */
@@ -316,12 +318,15 @@ uslab_magazine_alloc_inline(struct uslab_magazine *m)
 			return uslab_priv_magazine_alloc_slow(m);
 	}
 	m->count = --n;
+	if (__builtin_expect(m->uslab_priv_free_key != 0, 1))
+		uslab_priv_free_unmark(m->objs[n]);
 	return m->objs[n];
 }
 
 /*
- * Push: about 6 instructions and two branches (NULL, full); the slow path
- * (a half flush) runs once per capacity / 2 objects at most.
+ * Push: about 11 instructions and four branches (NULL, full, the free key:
+ * an object free already is a double free); the slow path (a half flush)
+ * runs once per capacity / 2 objects at most.
  */
 static inline __attribute__((always_inline)) void
 uslab_magazine_free_inline(struct uslab_magazine *m, void *obj)
@@ -335,6 +340,8 @@ uslab_magazine_free_inline(struct uslab_magazine *m, void *obj)
 		if (__builtin_expect(n == ~0u, 0))
 			return; /* a debug cache's magazine: freed to the cache, checked */
 	}
+	if (__builtin_expect(m->uslab_priv_free_key != 0, 1))
+		uslab_priv_free_mark(m->cache, obj, m->uslab_priv_free_key);
 	m->objs[n] = obj;
 	m->count = n + 1;
 }
@@ -360,6 +367,9 @@ uslab_magazine_alloc_bulk_inline(struct uslab_magazine *m, size_t n, void **p)
 	for (size_t i = 0; i < n; i++)
 		p[i] = top[i];
 	m->count = k;
+	if (__builtin_expect(m->uslab_priv_free_key != 0, 1))
+		for (size_t i = 0; i < n; i++)
+			uslab_priv_free_unmark(p[i]);
 	return n;
 }
 
@@ -378,8 +388,11 @@ uslab_magazine_free_bulk_inline(struct uslab_magazine *m, size_t n, void **p)
 		void *o = p[i];
 
 		p[i] = (void *)0;
-		if (o)
+		if (o) {
+			if (__builtin_expect(m->uslab_priv_free_key != 0, 1))
+				uslab_priv_free_mark(m->cache, o, m->uslab_priv_free_key);
 			objs[k++] = o;
+		}
 	}
 	m->count = k;
 }

@@ -81,6 +81,8 @@ extern "C" {
 #define USLAB_PRIV_ENTRY_SHIFT_MASK ((1ul << USLAB_PRIV_SLAB_SHIFT) - 1)
 /* Offset of the 16-bit cache id in a slab descriptor (0: no sheaves). */
 #define USLAB_PRIV_SLAB_PCS_ID 30
+/* Offset of minus the address of a cache slab's first object in its descriptor. */
+#define USLAB_PRIV_SLAB_FIRST 56
 /* A thread's sheaves of one cache (struct pcs) are 2^USLAB_PRIV_PCS_SHIFT bytes. */
 #define USLAB_PRIV_PCS_SHIFT 7
 /* Bits of an unsigned long, less one: the highest bit's index (kmalloc's class). */
@@ -239,6 +241,65 @@ struct uslab_priv_cache {
 	size_t pcs_off;
 	struct uslab_priv_pcpu *pcpu;
 	unsigned int pcpu_nr;
+	uintptr_t free_key;
+};
+
+/*
+ * The default tier's free checks (doc/design.md, "Free checks").
+ *
+ * The free key: a random word of the process (bit 63 set, so never an
+ * address and never 0), written into the first word of an object as it
+ * goes into a sheaf (per thread or per CPU) or a magazine, and cleared
+ * when one hands the object out again; a free that finds the key there
+ * frees an object that is free already, and stops the program. A cache's
+ * copy, free_key, is 0 where free objects are not uslab's to write: a
+ * constructor or TYPESAFE_BY_RCU (the object keeps its state), pools and
+ * external pools (the caller's), the debug tier (which checks more).
+ * The inline kfree reads it from struct uslab_priv_objgeo, a magazine from
+ * its own copy.
+ */
+USLAB_API __attribute__((noreturn, cold))
+USLAB_NO_ACCESS(2) void uslab_priv_double_free(struct uslab_cache *c, const void *obj);
+
+/*
+ * Check @obj against @key (a double free stops the program), then mark it
+ * free. The pointer is laundered (an empty asm): the compiler must not see
+ * a read of the caller's object, which may never have been written (the
+ * word is uslab's, and the free's access(none) contract stays true for
+ * -Wmaybe-uninitialized).
+ */
+static inline __attribute__((always_inline)) void uslab_priv_free_mark(struct uslab_cache *c,
+								       void *obj, uintptr_t key)
+{
+	uintptr_t *w = (uintptr_t *)obj;
+
+	__asm__("" : "+r"(w));
+	if (__builtin_expect(*w == key, 0))
+		uslab_priv_double_free(c, obj);
+	*w = key;
+}
+
+/* An object handed out: its first word no longer the key. */
+static inline __attribute__((always_inline)) void uslab_priv_free_unmark(void *obj)
+{
+	*(uintptr_t *)obj = 0;
+}
+
+/*
+ * The objects' places in the slabs of the cache with each id (a cache with
+ * sheaves), for the interior-pointer check of the inline kfree: recip is
+ * 2^64 / size rounded up, span the bytes from a slab's first object to the
+ * end of its last (0: the cache's objects are not to be marked, the check
+ * always fails and the library frees them), and the cache's free key, one
+ * line with them. An address @off bytes from its
+ * slab's first object is an object's start iff off < span and off * recip
+ * (mod 2^64) < recip (Lemire, Kaser and Kurz: divisibility by a multiply).
+ */
+struct uslab_priv_objgeo {
+	uint64_t recip;
+	uint64_t span;
+	uintptr_t free_key; /* the cache's (0 when span is) */
+	uint64_t pad;
 };
 
 /*
@@ -392,6 +453,7 @@ uslab_priv_pcs_of_id(unsigned int id)
  *   USLAB_PRIV_ENTRY_SHIFT_MASK), or 0.
  */
 extern USLAB_API unsigned long uslab_priv_slab_map[] USLAB_PRIV_BIG_DATA;
+extern USLAB_API struct uslab_priv_objgeo uslab_priv_objgeo[] USLAB_PRIV_BIG_DATA;
 extern USLAB_API unsigned short uslab_priv_kmalloc_ids[];
 USLAB_API void *uslab_priv_kmalloc_slow(size_t size);
 USLAB_API USLAB_NO_ACCESS(1) void uslab_priv_kfree_slow(const void *p);
@@ -409,6 +471,25 @@ static inline __attribute__((always_inline)) const char *uslab_priv_slab_desc(un
 			      (((a & ((1ul << USLAB_PRIV_ARENA_SHIFT) - 1)) >>
 				(e & USLAB_PRIV_ENTRY_SHIFT_MASK))
 			       << USLAB_PRIV_SLAB_SHIFT));
+}
+
+/*
+ * uslab_priv_at_object - whether @a, in the slab with descriptor @d, is the
+ * start of an object of the cache whose struct uslab_priv_objgeo is @g
+ * (one with sheaves and the free key): a load, a multiply, two compares.
+ */
+static inline __attribute__((always_inline)) int
+uslab_priv_at_object(unsigned long a, const char *d, const struct uslab_priv_objgeo *g)
+{
+	uint64_t off = a + *(const unsigned long *)(const void *)(d + USLAB_PRIV_SLAB_FIRST);
+
+	return off < g->span && off * g->recip < g->recip;
+}
+
+/* The cache id in slab descriptor @d. */
+static inline __attribute__((always_inline)) unsigned int uslab_priv_desc_id(const char *d)
+{
+	return *(const unsigned short *)(const void *)(d + USLAB_PRIV_SLAB_PCS_ID);
 }
 
 /* The class of a request of 1..USLAB_KMALLOC_MAX_CACHE_SIZE bytes: a few instructions. */

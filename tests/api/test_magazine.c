@@ -455,7 +455,9 @@ static void *borrower(void *arg)
 	(void)arg;
 	for (int i = 0; i < 100; i++) {
 		p[i] = uslab_magazine_alloc(handed);
-		TCHECK(p[i] && memcmp(p[i], "handed", 7) == 0, "object %d kept its contents", i);
+		/* (after the first word: the free key's, <uslab/priv.h>) */
+		TCHECK(p[i] && memcmp((char *)p[i] + 8, "handed", 7) == 0,
+		       "object %d kept its contents", i);
 		stamp(p[i], (uint64_t)i);
 	}
 	for (int i = 0; i < 100; i++)
@@ -482,7 +484,7 @@ static void test_two_threads(void)
 	for (int i = 0; i < 100; i++)
 		p[i] = uslab_magazine_alloc(handed);
 	for (int i = 0; i < 100; i++) {
-		memcpy(p[i], "handed", 7);
+		memcpy((char *)p[i] + 8, "handed", 7);
 		uslab_magazine_free(handed, p[i]);
 	}
 	pthread_create(&t, NULL, borrower, NULL);
@@ -570,8 +572,12 @@ static void test_two_threads_at_once(void)
 	for (int run = 0; run < RACE_RUNS; run++) {
 		int status = run_child(race_child, (void *)(uintptr_t)(run & 1), err, sizeof(err));
 
+		/* Or an object the race handed out twice, freed twice: the free key's report. */
 		CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT &&
-			      strstr(err, "uslab: BUG raced: magazine used by two threads at once"),
+			      (strstr(err,
+				      "uslab: BUG raced: magazine used by two threads at once") ||
+			       strstr(err,
+				      "uslab: BUG raced: double free (the object carries the free key")),
 		      "run %d of %d: status %#x (signal %d), %zu bytes of stderr, the last:\n%s",
 		      run + 1, RACE_RUNS, status, WIFSIGNALED(status) ? WTERMSIG(status) : 0,
 		      strlen(err), err + (strlen(err) > 4096 ? strlen(err) - 4096 : 0));

@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_freecheck.c - every misuse of a free, each in a child process, and
+ * where it is caught: at the call (the child stops inside the bad free,
+ * before it prints its next line), later (when its objects reach their
+ * slabs: shrink), or not at all. The default tier's free key and
+ * interior-pointer check (doc/design.md, "Free checks") must catch the
+ * double frees and the interior frees at the call; the debug tier
+ * (USLAB_DEBUG=F, the run named "F") every kind at the call.
+ *
+ *	api_freecheck [TIER]	TIER: "default" (the default) or "F"; the
+ *				table of outcomes goes to stdout
+ *
+ * Built inline and with USLAB_NO_INLINE (api_freecheck_noinline), and run
+ * with USLAB_PERCPU=1 (per-CPU sheaves) too.
+ */
+#include <uslab.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <uslab/magazine.h>
+
+#include "../test.h"
+
+static struct uslab_cache *cache, *other;
+
+#define AFTER "-- after the call --"
+
+/* The rest of every trial: the marker, then whatever frees reach the slabs. */
+static void later(void)
+{
+	fprintf(stderr, "%s\n", AFTER);
+	fflush(stderr);
+	uslab_cache_shrink(cache);
+	uslab_cache_shrink(other);
+	for (size_t size = 64; size <= 256; size += 64)
+		uslab_cache_shrink(uslab_kmalloc_cache(size));
+}
+
+static void immediate(void *arg)
+{
+	void *p = uslab_cache_alloc(cache);
+
+	(void)arg;
+	uslab_cache_free(cache, p);
+	uslab_cache_free(cache, p);
+	later();
+}
+
+/* free(p); free(q); free(p), with @arg objects freed in between (one: the case). */
+static void delayed(void *arg)
+{
+	size_t k = (size_t)(uintptr_t)arg;
+	void **q = malloc((k + 1) * sizeof(*q));
+	void *p = uslab_cache_alloc(cache);
+
+	for (size_t i = 0; i < k; i++)
+		q[i] = uslab_cache_alloc(cache);
+	uslab_cache_free(cache, p);
+	for (size_t i = 0; i < k; i++)
+		uslab_cache_free(cache, q[i]);
+	uslab_cache_free(cache, p);
+	later();
+}
+
+static void *free_it(void *p)
+{
+	uslab_cache_free(cache, p);
+	return NULL;
+}
+
+/* Freed by one thread, then by another. */
+static void cross_thread(void *arg)
+{
+	void *p = uslab_cache_alloc(cache);
+	pthread_t t;
+
+	(void)arg;
+	pthread_create(&t, NULL, free_it, p);
+	pthread_join(t, NULL);
+	uslab_cache_free(cache, p);
+	later();
+}
+
+/* One bulk free holding the object twice. */
+static void bulk_twice(void *arg)
+{
+	void *p[4];
+
+	(void)arg;
+	for (int i = 0; i < 3; i++)
+		p[i] = uslab_cache_alloc(cache);
+	p[3] = p[1];
+	uslab_cache_free_bulk(cache, 4, p);
+	later();
+}
+
+/* A single free, then a bulk free (of 40: the library's path) with it again. */
+static void bulk_after_free(void *arg)
+{
+	void *p[40];
+
+	(void)arg;
+	for (int i = 0; i < 40; i++)
+		p[i] = uslab_cache_alloc(cache);
+	uslab_cache_free(cache, p[17]);
+	uslab_cache_free_bulk(cache, 40, p);
+	later();
+}
+
+static void magazine_twice(void *arg)
+{
+	struct uslab_magazine *m = uslab_magazine_create(cache, 0, 0);
+	void *p = uslab_magazine_alloc(m);
+
+	(void)arg;
+	uslab_magazine_free(m, p);
+	uslab_magazine_free(m, p);
+	later();
+}
+
+/* Freed to the cache, then to a magazine. */
+static void magazine_after_free(void *arg)
+{
+	struct uslab_magazine *m = uslab_magazine_create(cache, 0, 0);
+	void *p = uslab_cache_alloc(cache);
+
+	(void)arg;
+	uslab_cache_free(cache, p);
+	uslab_magazine_free(m, p);
+	later();
+}
+
+/* A free batch holding the object twice: caught when the batch is flushed. */
+static void batch_twice(void *arg)
+{
+	struct uslab_free_batch b;
+	void *p = uslab_cache_alloc(cache);
+
+	(void)arg;
+	uslab_free_batch_init(&b, cache);
+	uslab_free_batch_add(&b, p);
+	uslab_free_batch_add(&b, p);
+	uslab_free_batch_flush(&b);
+	later();
+}
+
+static void interior(void *arg)
+{
+	char *p = uslab_cache_alloc(cache);
+
+	(void)arg;
+	uslab_cache_free(cache, p + 8);
+	later();
+}
+
+static void wrong_cache(void *arg)
+{
+	(void)arg;
+	uslab_cache_free(other, uslab_cache_alloc(cache));
+	later();
+}
+
+static void foreign(void *arg)
+{
+	static char not_ours[256] __attribute__((aligned(64)));
+
+	(void)arg;
+	uslab_cache_free(cache, not_ours);
+	later();
+}
+
+static void kfree_immediate(void *arg)
+{
+	void *p = uslab_kmalloc(200);
+
+	(void)arg;
+	uslab_kfree(p);
+	uslab_kfree(p);
+	later();
+}
+
+static void kfree_delayed(void *arg)
+{
+	void *p = uslab_kmalloc(200), *q = uslab_kmalloc(200);
+
+	(void)arg;
+	uslab_kfree(p);
+	uslab_kfree(q);
+	uslab_kfree(p);
+	later();
+}
+
+/* @arg: the offset into the object (every 8th byte of a 192-byte class). */
+static void kfree_interior(void *arg)
+{
+	char *p = uslab_kmalloc(192);
+
+	uslab_kfree(p + (size_t)(uintptr_t)arg);
+	later();
+}
+
+static void kfree_bulk_twice(void *arg)
+{
+	void *p[3] = { uslab_kmalloc(64), uslab_kmalloc(64), NULL };
+
+	(void)arg;
+	p[2] = p[0];
+	uslab_cache_free_bulk(NULL, 3, p); /* kfree_bulk() */
+	later();
+}
+
+enum where { AT_CALL, LATER, MISSED };
+static const char *const where_name[] = { "at the call", "later", "missed" };
+
+/* Run @fn(@arg) in a child: where its "uslab: BUG" line came. */
+static enum where trial(void (*fn)(void *), void *arg, char *buf, size_t size)
+{
+	int status = run_child(fn, arg, buf, size);
+	const char *bug = strstr(buf, "uslab: BUG"), *after = strstr(buf, AFTER);
+
+	if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGABRT || !bug)
+		return MISSED;
+	return !after || bug < after ? AT_CALL : LATER;
+}
+
+struct kind {
+	const char *name;
+	void (*fn)(void *);
+	void *arg;
+	/* where the default tier must catch it: inline paths, library functions */
+	enum where inline_tier, library_tier;
+};
+
+#ifdef USLAB_NO_INLINE
+#define LIB 1
+#else
+#define LIB 0
+#endif
+
+static const struct kind kinds[] = {
+	{ "immediate double free", immediate, NULL, AT_CALL, AT_CALL },
+	{ "free(p) free(q) free(p)", delayed, (void *)1, AT_CALL, AT_CALL },
+	{ "double free, 100 frees apart (past a sheaf)", delayed, (void *)100, AT_CALL, AT_CALL },
+	{ "double free, 5000 frees apart (the barn)", delayed, (void *)5000, AT_CALL, AT_CALL },
+	{ "double free across threads", cross_thread, NULL, AT_CALL, AT_CALL },
+	{ "double free inside one bulk free", bulk_twice, NULL, AT_CALL, AT_CALL },
+	{ "free, then a bulk free with it", bulk_after_free, NULL, AT_CALL, AT_CALL },
+	{ "double free into a magazine", magazine_twice, NULL, AT_CALL, AT_CALL },
+	{ "free to the cache, then to a magazine", magazine_after_free, NULL, AT_CALL, AT_CALL },
+	{ "double add to a free batch (caught at its flush)", batch_twice, NULL, AT_CALL, AT_CALL },
+	/* The inline cache free looks nothing up: its interior free is found at the slab. */
+	{ "free of p + 8", interior, NULL, LATER, AT_CALL },
+	{ "free to the wrong cache", wrong_cache, NULL, LATER, AT_CALL },
+	{ "free of a pointer uslab did not hand out", foreign, NULL, LATER, AT_CALL },
+	{ "kfree twice", kfree_immediate, NULL, AT_CALL, AT_CALL },
+	{ "kfree(p) kfree(q) kfree(p)", kfree_delayed, NULL, AT_CALL, AT_CALL },
+	{ "kfree of p + 8", kfree_interior, (void *)8, AT_CALL, AT_CALL },
+	{ "kfree_bulk with an object twice", kfree_bulk_twice, NULL, AT_CALL, AT_CALL },
+};
+
+int main(int argc, char **argv)
+{
+	const char *tier = argc > 1 ? argv[1] : "default";
+	bool debug = strcmp(tier, "default") != 0;
+	static char buf[1 << 16];
+	unsigned int caught = 0, n = 0;
+
+	setvbuf(stdout, NULL, _IONBF, 0);
+	cache = uslab_cache_create("victim", 256, NULL, 0);
+	other = uslab_cache_create("other", 256, NULL, 0);
+	CHECK(cache && other, "create");
+	printf("| misuse (%s tier, %s) | caught |\n|---|---|\n", tier,
+	       LIB ? "library functions" : "inline paths");
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		const struct kind *k = &kinds[i];
+		enum where want = debug ? AT_CALL : LIB ? k->library_tier : k->inline_tier;
+		enum where got = trial(k->fn, k->arg, buf, sizeof(buf));
+
+		printf("| %s | %s |\n", k->name, where_name[got]);
+		n++;
+		caught += got == AT_CALL;
+		/* Caught at least where promised: earlier is fine, never later. */
+		CHECK(got <= want, "%s: caught %s, want %s; stderr:\n%s", k->name, where_name[got],
+		      where_name[want], buf);
+	}
+	/* Every offset inside an object of a kmalloc class, freed: each at the call. */
+	for (uintptr_t off = 8; off < 192; off += 8) {
+		enum where got = trial(kfree_interior, (void *)off, buf, sizeof(buf));
+
+		CHECK(got == AT_CALL, "kfree of p + %lu: caught %s; stderr:\n%s",
+		      (unsigned long)off, where_name[got], buf);
+	}
+	/* Delayed double frees at 1..300 frees apart: every one at the call. */
+	for (uintptr_t k = 1; k <= 300; k += 13) {
+		enum where got = trial(delayed, (void *)k, buf, sizeof(buf));
+
+		CHECK(got == AT_CALL, "double free %lu frees apart: caught %s; stderr:\n%s",
+		      (unsigned long)k, where_name[got], buf);
+	}
+	printf("%u of %u kinds caught at the call (%lu checks)\n", caught, n, test_checks);
+	return 0;
+}
