@@ -131,8 +131,8 @@ static int find_lib(struct dl_phdr_info *info, size_t size, void *arg)
 		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && self - start < ph->p_memsz) {
 			/* Linked into the program itself: no range to skip. */
 			if (info->dlpi_name && info->dlpi_name[0]) {
-				lib_start = start;
-				lib_end = start + ph->p_memsz;
+				__atomic_store_n(&lib_start, start, __ATOMIC_RELAXED);
+				__atomic_store_n(&lib_end, start + ph->p_memsz, __ATOMIC_RELAXED);
 			}
 			return 1;
 		}
@@ -142,6 +142,7 @@ static int find_lib(struct dl_phdr_info *info, size_t size, void *arg)
 
 struct bt {
 	struct guard_site *site;
+	uintptr_t start, end; /* the library's code */
 	bool skipping;
 };
 
@@ -152,7 +153,7 @@ static _Unwind_Reason_Code bt_step(struct _Unwind_Context *ctx, void *arg)
 
 	if (!ip)
 		return _URC_END_OF_STACK;
-	if (b->skipping && ip - lib_start < lib_end - lib_start)
+	if (b->skipping && ip - b->start < b->end - b->start)
 		return _URC_NO_REASON; /* the library's own frames */
 	b->skipping = false;
 	b->site->addrs[b->site->depth++] = (void *)ip;
@@ -160,12 +161,24 @@ static _Unwind_Reason_Code bt_step(struct _Unwind_Context *ctx, void *arg)
 }
 
 static __thread uint32_t tls_tid;
+static bool lib_known;
 
-/* The caller's return addresses (below the library's frames) and thread. */
+/*
+ * The caller's return addresses (below the library's frames) and thread.
+ * Never under guard_lock: the unwinder takes the dynamic loader's lock,
+ * whose holder may allocate.
+ */
 static void capture(struct guard_site *site)
 {
-	struct bt b = { site, true };
+	struct bt b = { site, 0, 0, true };
 
+	if (!__atomic_load_n(&lib_known, __ATOMIC_ACQUIRE)) {
+		/* Racing threads find the same range (no lock: see above). */
+		dl_iterate_phdr(find_lib, (void *)(uintptr_t)&find_lib);
+		__atomic_store_n(&lib_known, true, __ATOMIC_RELEASE);
+	}
+	b.start = __atomic_load_n(&lib_start, __ATOMIC_RELAXED);
+	b.end = __atomic_load_n(&lib_end, __ATOMIC_RELAXED);
 	site->depth = 0;
 	_Unwind_Backtrace(bt_step, &b);
 	if (!tls_tid)
@@ -199,7 +212,7 @@ static const char *symbolise(const void *addr, char *buf, size_t len)
  */
 static uint32_t first_caller(const struct guard_site *s)
 {
-	if (lib_end)
+	if (__atomic_load_n(&lib_end, __ATOMIC_RELAXED))
 		return 0;
 	for (uint32_t i = 0; i < s->depth; i++) {
 		Dl_info info;
@@ -271,7 +284,6 @@ static bool setup(void)
 		slots[i].next = unused_top;
 		unused_top = i + 1;
 	}
-	dl_iterate_phdr(find_lib, (void *)(uintptr_t)&find_lib);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = segv_handler;
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
