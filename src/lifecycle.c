@@ -347,9 +347,8 @@ void lifecycle_stats(const struct uslab_cache *c, struct uslab_cache_stats *st)
 	st->meta_bytes = c->meta_bytes;
 	st->colours = c->colours;
 	single = cache_node_stats(cc, st);
-	live = guard_live(c); /* sampled objects: in no slab, allocated */
+	live = guard_live(c); /* sampled objects: allocated, in no slab (num_objs counts slabs') */
 	st->active_objs += live;
-	st->num_objs += live;
 	if (c->flags & CACHE_LARGE)
 		large_stats(st, single);
 	barn_stats(cc, st); /* its sheaves, the capacity now */

@@ -379,9 +379,6 @@ void *uslab_priv_alloc_slow(struct uslab_cache *c)
 		errno = ENOMEM;
 		return NULL;
 	}
-	/* One slow path in USLAB_GUARD: the object from the sampling guard (guard.c). */
-	if (unlikely(guard_sample()) && (obj = cache_guard_alloc(c)))
-		return obj;
 	if ((slots = pcs_percpu(c))) {
 		obj = percpu_alloc(c, slots);
 		NO_TAIL_CALL(obj);
@@ -392,6 +389,9 @@ void *uslab_priv_alloc_slow(struct uslab_cache *c)
 		NO_TAIL_CALL(obj);
 		return obj;
 	}
+	/* One sheaf miss in USLAB_GUARD: the object from the sampling guard (guard.c). */
+	if (unlikely(guard_sample()) && (obj = cache_guard_alloc(c)))
+		return obj;
 	thread_lock_self();
 	pcs_stat(p, USLAB_STAT_ALLOC_SLOWPATH, 1);
 	if (pcs_refill_main(c, p, true)) {

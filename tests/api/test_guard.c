@@ -105,6 +105,18 @@ static void overflow_cache(void *arg)
 	p[48] = 1; /* one byte past the usable size */
 }
 
+/* 100 bytes aligned to 8: the object ends 4 bytes before the guard page, the canary's. */
+static void overflow_rounding(void *arg)
+{
+	struct uslab_cache *odd = uslab_cache_create("odd", 100, NULL, 0);
+	char *p;
+
+	(void)arg;
+	p = uslab_cache_alloc(odd);
+	p[100] = 1; /* no fault: the free finds it */
+	uslab_cache_free(odd, p);
+}
+
 static void kmalloc_uaf(void *arg)
 {
 	char *p;
@@ -173,6 +185,8 @@ static void test_deaths(void)
 		{ "kmalloc one-byte overflow", kmalloc_overflow,
 		  "uslab: BUG kmalloc-104: out-of-bounds access at 0x" },
 		{ "double free", double_free, "uslab: BUG victim: double free at 0x" },
+		{ "overflow within the alignment, found at the free", overflow_rounding,
+		  "uslab: BUG odd: out-of-bounds write at 0x" },
 		{ "free to the wrong cache", wrong_cache,
 		  "uslab: BUG other: object of cache victim freed to this cache at 0x" },
 	};
