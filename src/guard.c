@@ -402,6 +402,9 @@ void guard_free(const struct uslab_cache *c, const void *p)
 		usl_bug(c, p, "free of a pointer uslab did not hand out");
 	}
 	s = &slots[i];
+	if (s->state == SLOT_LIVE)
+		asan_unpoison(slot_page(i),
+			      PAGE_SIZE); /* (poisoned in a sheaf: the canary is read) */
 	if (s->state == SLOT_FREED)
 		what = "double free";
 	else if ((const char *)p != s->obj)
