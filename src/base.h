@@ -23,6 +23,9 @@
  * and those below. Layers, bottom up:
  *
  *   1  os         os.c        arenas, the address registry, memory to the OS
+ *      guard      guard.c     the sampling guard: slots beside guard pages,
+ *                             its fault handler (os.c and guard.c are one
+ *                             layer)
  *   2  slab       slab.c      one slab: free pointers, carving, freelists
  *      geometry   slab_geometry.c the shape of a cache's slabs: order,
  *                             layout, colours (struct slab_geometry)
@@ -78,6 +81,7 @@
  *                      every cache (the list of caches is cache.c's); the
  *                      barn is embedded in the cache, so struct barn is
  *                      in cache.h, its functions in perthread.h
+ *   guard.c -> cache.h       the name of a cache in a report (guard.c)
  *   slab.c -> cache.h        read the cache descriptor they are passed
  *   slab_debug.c -> cache.h  (struct uslab_cache: its geometry, ctor,
  *                            secret, debug tier offsets, id)
@@ -226,6 +230,8 @@ struct uslab_options {
 	unsigned int idgen_batch;      /* USLAB_IDGEN_BATCH */
 	unsigned int percpu;	       /* USLAB_PERCPU: enum percpu_mode */
 	unsigned int percpu_threads;   /* USLAB_PERCPU_THREADS */
+	unsigned int guard;	       /* USLAB_GUARD */
+	unsigned int guard_slots;      /* USLAB_GUARD_SLOTS */
 	unsigned int nr_cpus;
 };
 

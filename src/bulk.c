@@ -141,6 +141,8 @@ static bool all_of_cache(const struct uslab_cache *c, void *const *objs, size_t 
 	for (size_t i = 0; i < n; i++) {
 		const struct slab *s = objs[i] ? os_slab_lookup(objs[i]) : NULL;
 
+		if (!s && objs[i] && guard_owns(objs[i]) && guard_object(objs[i], NULL, NULL) == c)
+			continue; /* a sampled object */
 		if ((objs[i] || !holes) && (!s || READ_ONCE(s->cache) != c))
 			return false;
 	}

@@ -1099,10 +1099,35 @@ void cache_slab_resize_single(struct slab *s, uint64_t bytes)
 	ulock_unlock(&n->lock);
 }
 
+/*
+ * cache_guard_alloc - an object of @c from the sampling guard (guard.c),
+ * constructed; NULL when the guard has no slot, or @c's objects may not
+ * come from it: the debug tier's (which checks them itself), those of
+ * TYPESAFE_BY_RCU (readers may read a freed one: its page must not go
+ * away), pools' (their free objects are the pool's) and uslab's own
+ * caches, objects larger than a page.
+ */
+void *cache_guard_alloc(struct uslab_cache *c)
+{
+	void *obj;
+
+	if (c->debug || c->object_size > PAGE_SIZE ||
+	    (c->flags & (USLAB_TYPESAFE_BY_RCU | USLAB_POOL | USLAB_POOL_EXTERNAL | CACHE_INTERNAL |
+			 CACHE_LARGE)))
+		return NULL;
+	obj = guard_alloc(c, c->object_size, c->align);
+	if (obj && c->ctor)
+		c->ctor(obj);
+	return obj;
+}
+
 struct uslab_cache *uslab_cache_of(const void *p)
 {
 	struct slab *s = os_slab_lookup(p);
 	struct uslab_cache *c = s ? __atomic_load_n(&s->cache, __ATOMIC_ACQUIRE) : NULL;
+
+	if (unlikely(!s && guard_owns(p)))
+		return (struct uslab_cache *)guard_object(p, NULL, NULL);
 
 	/* A large kmalloc object belongs to no cache a program may use. */
 	return c && !(c->flags & CACHE_LARGE) ? c : NULL;

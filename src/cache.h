@@ -169,6 +169,7 @@ INTERNAL uint64_t cache_node_stats(struct uslab_cache *c, struct uslab_cache_sta
 INTERNAL void cache_slab_add_single(struct uslab_cache *c, struct slab *s);
 INTERNAL void cache_slab_drop_single(struct slab *s);
 INTERNAL void cache_slab_resize_single(struct slab *s, uint64_t bytes);
+INTERNAL void *cache_guard_alloc(struct uslab_cache *c);
 
 /* Count one event of the node, under its lock; nothing without USLAB_STATS. */
 #if USLAB_STATS

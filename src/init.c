@@ -32,12 +32,14 @@ static void fork_prepare(void)
 	percpu_fork_prepare();
 	cache_fork_prepare();
 	os_fork_prepare();
+	guard_fork_prepare();
 	counter_fork_prepare(); /* a leaf: last */
 }
 
 static void fork_parent(void)
 {
 	counter_fork_parent();
+	guard_fork_parent();
 	os_fork_parent();
 	cache_fork_parent();
 	percpu_fork_parent();
@@ -51,6 +53,7 @@ static void fork_parent(void)
 static void fork_child(void)
 {
 	counter_fork_child();
+	guard_fork_child();
 	os_fork_child();
 	slab_debug_fork_child();
 	cache_fork_child();

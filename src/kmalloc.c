@@ -381,6 +381,10 @@ void uslab_priv_kfree_slow(const void *p)
 	if (USLAB_ZERO_OR_NULL_PTR(p) || unlikely(in_boot_heap(p)))
 		return;
 	s = os_slab_lookup(p);
+	if (unlikely(!s && guard_owns(p))) {
+		guard_free(NULL, p); /* a sampled object */
+		return;
+	}
 	if (s && unlikely(s->cache->debug)) {
 		uslab_cache_free(s->cache, (void *)p); /* its checks report, then go on or stop */
 		return;
@@ -422,6 +426,12 @@ size_t uslab_ksize(const void *p)
 		return 0;
 	if (unlikely(in_boot_heap(p)))
 		return boot_size(p);
+	if (unlikely(guard_owns(p))) {
+		size_t size;
+
+		guard_object_of(p, "ksize", &size); /* a sampled object (else reported) */
+		return size;
+	}
 	s = object_slab(p, "ksize");
 	if (s->cache->flags & CACHE_LARGE)
 		return s->large_size;
@@ -485,6 +495,13 @@ void *uslab_krealloc(const void *p, size_t size)
 	if (unlikely(in_boot_heap(p))) {
 		old = boot_size(p);
 		if (size <= old)
+			return (void *)p;
+	} else if (unlikely(guard_owns(p))) {
+		/* A sampled object: as one of its cache below (else reported). */
+		const struct uslab_cache *c = guard_object_of(p, "krealloc", &old);
+
+		if (size <= old &&
+		    (!(c->flags & CACHE_KMALLOC) || uslab_kmalloc_class_size(size) == old))
 			return (void *)p;
 	} else {
 		s = object_slab(p, "krealloc");

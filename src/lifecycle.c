@@ -145,6 +145,7 @@ int uslab_cache_destroy(struct uslab_cache *c)
 	}
 	cache_pool_release(c); /* a slab pool's free objects back to its slabs */
 	live = cache_release_all(c);
+	live += guard_live(c); /* sampled objects still allocated */
 	if (live) {
 		ulock_unlock(&caches_lock);
 		usl_warn("cache %s: %lu objects still allocated, not destroyed", c->name, live);
@@ -152,6 +153,7 @@ int uslab_cache_destroy(struct uslab_cache *c)
 			cache_list_live(c); /* each, with its allocation's caller (U) */
 		return -EBUSY;
 	}
+	guard_forget(c);   /* its sampled objects held back after free */
 	percpu_destroy(c); /* (before the id goes: it clears the id's entry) */
 	thread_id_detach_locked(c);
 	cache_unregister_locked(c);
@@ -256,7 +258,10 @@ long uslab_cache_validate(struct uslab_cache *c)
 	for (size_t i = 0; i < n; i++) {
 		const char *what;
 
-		if (!(c->flags & USLAB_POOL_EXTERNAL) && !slab_check_object(c, held[i], &what)) {
+		if (guard_owns(held[i]) && guard_object(held[i], NULL, NULL) == c) {
+			/* A sampled object in a sheaf: guard.c checks it when it is freed. */
+		} else if (!(c->flags & USLAB_POOL_EXTERNAL) &&
+			   !slab_check_object(c, held[i], &what)) {
 			usl_warn("validate %s: a sheaf holds %s: %p", c->name, what, held[i]);
 			errors++;
 		} else if (i && held[i] == held[i - 1]) {
@@ -326,6 +331,7 @@ int uslab_cache_stats(const struct uslab_cache *c, struct uslab_cache_stats *st)
 void lifecycle_stats(const struct uslab_cache *c, struct uslab_cache_stats *st)
 {
 	struct uslab_cache *cc = (struct uslab_cache *)c;
+	unsigned long live;
 	uint64_t single;
 
 	memset(st, 0, sizeof(*st));
@@ -341,6 +347,8 @@ void lifecycle_stats(const struct uslab_cache *c, struct uslab_cache_stats *st)
 	st->meta_bytes = c->meta_bytes;
 	st->colours = c->colours;
 	single = cache_node_stats(cc, st);
+	live = guard_live(c); /* sampled objects: allocated, in no slab (num_objs counts slabs') */
+	st->active_objs += live;
 	if (c->flags & CACHE_LARGE)
 		large_stats(st, single);
 	barn_stats(cc, st); /* its sheaves, the capacity now */

@@ -38,6 +38,7 @@
  * 10 LOCK_BARN      barn.c    a cache's barn
  * 11 LOCK_NODE      cache.c   a cache's slab lists and slab freelists
  * 12 LOCK_OS        os.c      arenas and free slab slots
+ * 13 LOCK_GUARD     guard.c   the sampling guard's slots (a leaf)
  *
  * LOCK_BARN and LOCK_NODE are never held together (a sheaf leaves the barn
  * before it is flushed). In builds with USLAB_CHECKS (Debug and the
@@ -70,6 +71,7 @@ enum lock_rank {
 	LOCK_BARN,
 	LOCK_NODE,
 	LOCK_OS,
+	LOCK_GUARD,
 	LOCK_NR_RANKS
 };
 

@@ -121,6 +121,14 @@ static const struct option_row {
 	  "auto: a cache switches to per-CPU sheaves when more threads hold its sheaves than "
 	  "this many per CPU",
 	  NULL, NULL },
+	{ "USLAB_GUARD", &usl_opt.guard, 1000, 0, 1u << 30,
+	  "sampling guard: one allocation in this many allocation slow paths (sheaf misses) of "
+	  "each thread comes from a slot beside guard pages (0: off, 1: every slow path)",
+	  NULL, NULL },
+	{ "USLAB_GUARD_SLOTS", &usl_opt.guard_slots, 255, 1, 65535,
+	  "slots of the sampling guard, live and freed objects held back (8 KiB of address "
+	  "space each)",
+	  NULL, NULL },
 	/* No variable: strings of their own, parsed by their owners. */
 	{ "USLAB_FAILSLAB", NULL, 0, 0, 0,
 	  "probability[,interval[,times[,cache]]]: allocations fail with ENOMEM (failslab)", NULL,

@@ -1473,12 +1473,16 @@ void os_fork_child(void)
 
 int uslab_owns(const void *p)
 {
-	return os_slab_lookup(p) != NULL;
+	return os_slab_lookup(p) != NULL || (guard_owns(p) && guard_object(p, NULL, NULL));
 }
 
 void *uslab_slab_of(const void *p)
 {
 	struct slab *s = os_slab_lookup(p);
+	void *obj;
 
+	if (unlikely(!s && guard_owns(p))) /* a sampled object: its page */
+		return guard_object(p, &obj, NULL) ? (void *)ALIGN_DOWN((uintptr_t)obj, PAGE_SIZE) :
+						     NULL;
 	return s ? s->base : NULL;
 }

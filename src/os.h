@@ -174,4 +174,56 @@ static inline void os_kick(void)
 		os_decay_start();
 }
 
+/* ------------------------------------------------------------- guard.c */
+
+/*
+ * The sampling guard (guard.c has the design): guard_owns() - whether @p
+ * is in its region (false before it exists): a load, a subtraction and a
+ * compare, asked where a registry lookup missed. guard_sample() - whether
+ * this slow path's allocation is sampled (a thread-local countdown).
+ */
+INTERNAL extern uintptr_t guard_base;
+INTERNAL extern size_t guard_bytes;
+INTERNAL extern __thread unsigned int guard_countdown __attribute__((tls_model("initial-exec")));
+INTERNAL bool guard_sample_slow(void);
+
+static inline bool guard_owns(const void *p)
+{
+	size_t bytes = __atomic_load_n(&guard_bytes, __ATOMIC_ACQUIRE);
+
+	return (uintptr_t)p - __atomic_load_n(&guard_base, __ATOMIC_RELAXED) < bytes;
+}
+
+static inline bool guard_sample(void)
+{
+	if (likely(guard_countdown > 1)) {
+		guard_countdown--;
+		return false;
+	}
+	return guard_sample_slow();
+}
+
+/*
+ * guard_alloc - an object of @size bytes (at most a page) aligned to
+ * @align in a slot for cache @c, or NULL (no slot free, no memory).
+ * guard_free - free @p, a guarded object, to @c (NULL: its own cache);
+ * misuse (double free, another cache, a pointer inside it, its canary
+ * overwritten) is reported and stops the program.
+ * guard_object - the cache of the live guarded object holding @p (and
+ * its start, usable size), or NULL. guard_object_of - the cache of the
+ * live guarded object starting at @p, its usable size in *@size; anything
+ * else is reported for @call (ksize, krealloc) and stops the program.
+ * guard_live - live guarded objects of @c. guard_forget - @c is
+ * destroyed: its freed slots are released.
+ */
+INTERNAL void *guard_alloc(const struct uslab_cache *c, size_t size, size_t align);
+INTERNAL void guard_free(const struct uslab_cache *c, const void *p);
+INTERNAL const struct uslab_cache *guard_object(const void *p, void **obj, size_t *size);
+INTERNAL const struct uslab_cache *guard_object_of(const void *p, const char *call, size_t *size);
+INTERNAL unsigned long guard_live(const struct uslab_cache *c);
+INTERNAL void guard_forget(const struct uslab_cache *c);
+INTERNAL void guard_fork_prepare(void);
+INTERNAL void guard_fork_parent(void);
+INTERNAL void guard_fork_child(void);
+
 #endif /* USLAB_OS_H */

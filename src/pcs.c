@@ -66,6 +66,8 @@ static bool objs_of_cache(const struct uslab_cache *c, void *const *objs, size_t
 	for (size_t i = 0; i < n; i++) {
 		const struct slab *s = os_slab_lookup(objs[i]);
 
+		if (!s && guard_owns(objs[i]) && guard_object(objs[i], NULL, NULL) == c)
+			continue; /* a sampled object */
 		if (!s || READ_ONCE(s->cache) != c)
 			return false;
 	}
@@ -389,6 +391,9 @@ void *uslab_priv_alloc_slow(struct uslab_cache *c)
 		NO_TAIL_CALL(obj);
 		return obj;
 	}
+	/* One sheaf miss in USLAB_GUARD: the object from the sampling guard (guard.c). */
+	if (unlikely(guard_sample()) && (obj = cache_guard_alloc(c)))
+		return obj;
 	thread_lock_self();
 	pcs_stat(p, USLAB_STAT_ALLOC_SLOWPATH, 1);
 	if (pcs_refill_main(c, p, true)) {
@@ -423,6 +428,12 @@ void uslab_priv_free_slow(struct uslab_cache *c, void *obj)
 	struct percpu_slot *slots;
 	struct pcs *p;
 
+	if (unlikely(guard_owns(obj))) {
+		if (c)
+			cache_check_live(c, "free");
+		guard_free(c, obj); /* a sampled object: held back (its own checks) */
+		return;
+	}
 	if (!c) {
 		/* Documented: the object's own cache, as kfree() finds it. */
 		c = uslab_cache_of(obj);

@@ -546,6 +546,9 @@ void *percpu_alloc(struct uslab_cache *c, struct percpu_slot *slots)
 			asan_unpoison(obj, c->object_size);
 			return obj;
 		}
+		/* The CPU's sheaves are empty: one miss in USLAB_GUARD is sampled (guard.c). */
+		if (!i && unlikely(guard_sample()) && (obj = cache_guard_alloc(c)))
+			return obj;
 		if (!pc_step(c, slots, true))
 			break;
 	}

@@ -281,7 +281,10 @@ static void block_publish(struct rcu_block *b)
 static void *head_object(const void *h)
 {
 	struct slab *s = os_slab_lookup(h);
+	void *obj = NULL;
 
+	if (unlikely(!s && guard_owns(h))) /* a sampled object */
+		return guard_object(h, &obj, NULL) ? obj : NULL;
 	return s ? slab_object_at(s, h) : NULL;
 }
 

@@ -354,6 +354,11 @@ size_t build_detached_freelist(struct uslab_cache *c, size_t n, void **p, size_t
 		p[start++] = NULL;
 		/* NULL and USLAB_ZERO_SIZE_PTR (a 0-byte kmalloc) free nothing. */
 		if (!USLAB_ZERO_OR_NULL_PTR(obj)) {
+			/* A sampled object (a sheaf flushed): to the guard, held back. */
+			if (unlikely(guard_owns(obj))) {
+				guard_free(c, obj);
+				continue;
+			}
 			df->slab = slab_of_object(c, obj);
 			break;
 		}
