@@ -90,6 +90,7 @@ struct uslab_cache {
 	unsigned int min_partial;
 	unsigned long nr_deferred; /* TYPESAFE_BY_RCU slabs waiting for gp.c */
 	int id;			   /* index of pcs; -1 without sheaves */
+	size_t pcs_own;		   /* id's pcs in a table (a debug cache's hot.pcs_off is 0) */
 	bool retired;		   /* cache_delete() ran: under caches_lock (its slot's page) */
 	uintptr_t secret;	   /* free pointer encoding key */
 	void (*ctor)(void *obj);
@@ -138,6 +139,8 @@ static inline bool cache_is_descriptor(const void *p)
 
 INTERNAL extern struct ulock caches_lock;
 INTERNAL unsigned int cache_refill(struct uslab_cache *c, void **dst, unsigned int want);
+INTERNAL unsigned int cache_refill_free(struct uslab_cache *c, void **dst, unsigned int want);
+INTERNAL void cache_free_checked(struct uslab_cache *c, void **p, size_t n);
 INTERNAL void cache_free_objects(struct uslab_cache *c, void **p, size_t n, unsigned int lookahead);
 INTERNAL void *cache_alloc_direct(struct uslab_cache *c);
 INTERNAL void cache_free_direct(struct uslab_cache *c, void *obj);

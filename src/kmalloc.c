@@ -88,17 +88,19 @@ static bool create_classes(void)
 						       __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 			/*
 			 * Every class has sheaves, an id > 0 (uslab_priv_pcs_of_id),
-			 * except those USLAB_FAILSLAB or USLAB_DEBUG select: id 0,
-			 * the pcs entry that is always empty, sends the inline
-			 * paths to the library.
+			 * except those USLAB_FAILSLAB selects; those USLAB_DEBUG
+			 * selects have sheaves the library keeps (pcs.c) and show
+			 * the inline paths id 0 too: the pcs entry that is always
+			 * empty sends them to the library.
 			 */
 			USLAB_ASSERT(!c->sheaf_capacity ?
 					     c->id < 0 :
-					     c->id > 0 && c->hot.pcs_off ==
-								  (size_t)c->id
-									  << USLAB_PRIV_PCS_SHIFT);
+					     c->id > 0 &&
+						     c->pcs_own == (size_t)c->id
+									   << USLAB_PRIV_PCS_SHIFT);
 			__atomic_store_n(&uslab_priv_kmalloc_ids[i],
-					 (unsigned short)(c->id > 0 ? c->id : 0), __ATOMIC_RELEASE);
+					 (unsigned short)(c->id > 0 && !c->debug ? c->id : 0),
+					 __ATOMIC_RELEASE);
 		} else {
 			c->flags &= ~CACHE_KMALLOC; /* nobody saw it: destroy may have it */
 			uslab_cache_destroy(c);

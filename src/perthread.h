@@ -111,6 +111,17 @@ static inline struct pcs *pcs_of(const struct uslab_cache *c)
 	return (struct pcs *)(void *)(uslab_priv_pcs_table + c->hot.pcs_off);
 }
 
+/*
+ * pcs_own - the calling thread's pcs of @c that its sheaves are in: pcs_of()
+ * but for a debug cache, whose fast paths see entry 0 (always empty) so
+ * that every call reaches its checks, and whose sheaves the library's
+ * debug paths keep at its id's entry (pcs.c).
+ */
+static inline struct pcs *pcs_own(const struct uslab_cache *c)
+{
+	return (struct pcs *)(void *)(uslab_priv_pcs_table + c->pcs_own);
+}
+
 INTERNAL extern struct uslab_cache *events_cache;
 INTERNAL int pcs_bootstrap(void);
 INTERNAL struct pcs *pcs_self(const struct uslab_cache *c);

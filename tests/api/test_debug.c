@@ -139,6 +139,7 @@ static void test_overflow_onto_state(void)
 
 	memset(p + 64, 0x55, 12);		/* the 8-byte red zone, then 4 bytes of state */
 	EXPECT_BUGS(2, uslab_cache_free(c, p)); /* the state, the red zone */
+	uslab_cache_shrink(c);			/* (out of this thread's sheaf, to its slab) */
 	CHECK(uslab_cache_stats(c, &st) == 0 && st.active_objs == 0, "freed: %lu",
 	      (unsigned long)st.active_objs);
 	CHECK(uslab_cache_validate(c) == 0, "restored");
@@ -238,13 +239,18 @@ static void test_deferred_double_free(void)
 	uslab_free_rcu(q);
 	uslab_rcu_barrier();
 	EXPECT_BUGS(1, uslab_free_rcu(q)); /* freed after its grace period */
+	uslab_cache_shrink(c);		   /* (this thread's sheaf back to the slabs) */
 	CHECK(uslab_cache_stats(c, &st) == 0 && st.active_objs == 0, "both freed once: %lu",
 	      (unsigned long)st.active_objs);
 	CHECK(uslab_cache_validate(c) == 0, "validate");
 	CHECK(uslab_cache_destroy(c) == 0, "destroy");
 }
 
-/* USLAB_DEBUG selects caches by name, with letters; others keep their sheaves. */
+/*
+ * USLAB_DEBUG selects caches by name, with letters: the selected one's
+ * slots carry the tier's metadata, the other's do not; both have sheaves
+ * (the debug cache's only the library's checked paths use).
+ */
 static void test_env_selection(void)
 {
 	struct uslab_cache *a = create("dbg_env_selected", 64, 0);
@@ -254,7 +260,10 @@ static void test_env_selection(void)
 
 	uslab_cache_stats(a, &sa);
 	uslab_cache_stats(b, &sb);
-	CHECK(sa.sheaf_capacity == 0 && sb.sheaf_capacity > 0, "debug caches have no sheaves");
+	CHECK(sa.objsize > sb.objsize && sb.objsize == 64, "selected: slots of %u and %u bytes",
+	      sa.objsize, sb.objsize);
+	CHECK(sa.sheaf_capacity > 0 && sb.sheaf_capacity > 0, "sheaves: %u, %u", sa.sheaf_capacity,
+	      sb.sheaf_capacity);
 	uslab_cache_free(a, p);
 	EXPECT_BUGS(1,
 		    uslab_cache_free(a, p)); /* at the call: the inline free reached the library */
