@@ -437,6 +437,28 @@ static inline void debug_free(struct uslab_cache *c, void *obj, const void *site
 	*p->hot.top++ = obj;
 }
 
+/*
+ * pcs_debug_alloc, pcs_debug_free - an allocation from (a free to) debug
+ * cache @c for the call at @site (kmalloc.c: its own callers' sites).
+ */
+void *pcs_debug_alloc(struct uslab_cache *c, const void *site)
+{
+	USLAB_ASSERT(c->debug);
+	if (unlikely(!c->sheaf_capacity))
+		return uslab_priv_alloc_slow(c); /* (USLAB_FAILSLAB: checked in cache_refill) */
+	return debug_alloc(c, site);
+}
+
+void pcs_debug_free(struct uslab_cache *c, void *obj, const void *site)
+{
+	USLAB_ASSERT(c->debug);
+	if (unlikely(!c->sheaf_capacity)) {
+		uslab_priv_free_slow(c, obj);
+		return;
+	}
+	debug_free(c, obj, site);
+}
+
 void *uslab_priv_alloc_slow(struct uslab_cache *c)
 {
 	struct percpu_slot *slots;

@@ -133,6 +133,8 @@ INTERNAL void pcs_flush_self(struct uslab_cache *c);
 INTERNAL struct percpu_slot *pcs_percpu(struct uslab_cache *c);
 INTERNAL struct pcs *pcs_counters(struct uslab_cache *c);
 INTERNAL void pcs_push(struct uslab_cache *c, void *obj);
+INTERNAL void *pcs_debug_alloc(struct uslab_cache *c, const void *site);
+INTERNAL void pcs_debug_free(struct uslab_cache *c, void *obj, const void *site);
 INTERNAL size_t pcs_gather_self(struct uslab_cache *c, void **dst, size_t max);
 INTERNAL void pcs_stat(struct pcs *p, enum uslab_stat_item item, uint64_t n);
 INTERNAL void pcs_events_sum(const struct pcs *p, uint64_t *ev);
