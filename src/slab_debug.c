@@ -429,6 +429,29 @@ static const char *symbolise(const void *addr, char *buf, size_t len)
 }
 
 /*
+ * Whether return address @a is in an exported uslab_* function (dladdr),
+ * remembered per thread: dladdr searches the symbol table, and the sites
+ * of a program's bulk calls repeat (U with one frame, linked statically:
+ * without this cache the stress test ran 3.5 times slower).
+ */
+static bool in_uslab_function(void *a)
+{
+	static __thread struct {
+		void *addr;
+		bool ours;
+	} memo[64];
+	unsigned int h = (unsigned int)(((uintptr_t)a * 0x9e3779b97f4a7c15ull) >> 58);
+	Dl_info info;
+
+	if (memo[h].addr == a)
+		return memo[h].ours;
+	memo[h].addr = a;
+	memo[h].ours = dladdr((char *)a - 1, &info) && info.dli_sname &&
+		       !strncmp(info.dli_sname, "uslab_", 6);
+	return memo[h].ours;
+}
+
+/*
  * The first frame of @addrs[0..n) that is the program's. Linked as a
  * shared library, the capture skipped uslab's frames already (its code's
  * range is known); linked statically, the frames up to the outermost one
@@ -441,13 +464,9 @@ static unsigned int first_caller(void *const *addrs, unsigned int n)
 
 	if (lib_end)
 		return 0;
-	for (unsigned int i = 0; i < n && i < 10; i++) {
-		Dl_info info;
-
-		if (dladdr((char *)addrs[i] - 1, &info) && info.dli_sname &&
-		    !strncmp(info.dli_sname, "uslab_", 6))
+	for (unsigned int i = 0; i < n && i < 10; i++)
+		if (in_uslab_function(addrs[i]))
 			first = i + 1;
-	}
 	return first < n ? first : 0;
 }
 
