@@ -1236,8 +1236,9 @@ void cache_delete(struct uslab_cache *c)
  * cache_check_live - stop the program when @c, passed to @call, is NULL
  * or not a live cache: not the start of a descriptor slot (not a cache at
  * all: read nowhere), or a slot destroyed (or never handed out).
+ * (cache_check_live() in cache.h tests; this reports.)
  */
-void cache_check_live(const struct uslab_cache *c, const char *call)
+void cache_check_live_slow(const struct uslab_cache *c, const char *call)
 {
 	if (unlikely(!c))
 		usl_bug(NULL, NULL, "%s of a NULL cache", call);

@@ -159,7 +159,18 @@ INTERNAL struct uslab_cache *cache_new(const char *name, size_t size, size_t ali
 				       void (*ctor)(void *), unsigned int flags,
 				       unsigned int min_partial, unsigned int layout);
 INTERNAL void cache_delete(struct uslab_cache *c);
-INTERNAL void cache_check_live(const struct uslab_cache *c, const char *call);
+INTERNAL void cache_check_live_slow(const struct uslab_cache *c, const char *call);
+
+/*
+ * cache_check_live - stop the program when @c, passed to @call, is NULL or
+ * not a live cache (cache.c). Inline: every call of a debug cache makes it.
+ */
+static inline void cache_check_live(const struct uslab_cache *c, const char *call)
+{
+	if (unlikely(!c || !cache_is_descriptor_near(c) ||
+		     __atomic_load_n(&c->magic, __ATOMIC_ACQUIRE) != CACHE_MAGIC_LIVE))
+		cache_check_live_slow(c, call);
+}
 INTERNAL unsigned long cache_validate_node(struct uslab_cache *c, void *const *held, size_t nheld);
 INTERNAL void cache_register(struct uslab_cache *c);
 INTERNAL void cache_unregister_locked(struct uslab_cache *c);

@@ -755,7 +755,8 @@ static struct uslab_cache *owner_of(const void *p)
  * live slab of @c, at an object's start. Return: @p; NULL when it is not
  * one (reported).
  */
-static char *check_pointer(struct uslab_cache *c, void *p, const char *call)
+static __attribute__((noinline, cold)) char *pointer_bad(struct uslab_cache *c, void *p,
+							 const char *call)
 {
 	struct slab *s = os_slab_lookup(p);
 	struct uslab_cache *owner = s ? __atomic_load_n(&s->cache, __ATOMIC_ACQUIRE) : NULL;
@@ -789,6 +790,17 @@ static char *check_pointer(struct uslab_cache *c, void *p, const char *call)
 		return NULL;
 	}
 	return p;
+}
+
+/* check_pointer()'s test: in a live slab of @c (not a large object), at an object's start. */
+static inline char *check_pointer(struct uslab_cache *c, void *p, const char *call)
+{
+	struct slab *s = os_slab_lookup(p);
+
+	if (likely(s) && likely(__atomic_load_n(&s->cache, __ATOMIC_ACQUIRE) == c) &&
+	    likely(!(c->flags & CACHE_LARGE)) && likely(slab_object_at(s, p) == p))
+		return p;
+	return pointer_bad(c, p, call);
 }
 
 /*
