@@ -722,6 +722,11 @@ void pcs_push(struct uslab_cache *c, void *obj)
 			percpu_free(c, slots, obj);
 			return;
 		}
+		if (unlikely(c->debug)) {
+			/* Its caller's site (uslab_cache_free, uslab_kfree, or their caller). */
+			pcs_debug_free(c, obj, __builtin_return_address(0));
+			return;
+		}
 		uslab_priv_free_slow(c, obj);
 		return;
 	}

@@ -365,14 +365,21 @@ void slab_debug_fork_child(void)
 
 static unsigned int first_caller(void *const *addrs, unsigned int n);
 
+static bool in_uslab_function(void *a);
+
 /*
  * Whether @site can stand for the call: a return address outside the
- * library's code (linked statically, the library's range is not known:
- * the callers that pass one are the entries the program calls, pcs.c).
+ * library's code (linked statically, its range is not known: outside an
+ * exported uslab_* function as far as dladdr tells; a build without tail
+ * calls, such as ThreadSanitizer's, returns into uslab_cache_alloc).
  */
 static inline bool site_ok(const void *site)
 {
-	return site && (uintptr_t)site - lib_start >= lib_end - lib_start;
+	if (!site)
+		return false;
+	if (lib_end)
+		return (uintptr_t)site - lib_start >= lib_end - lib_start;
+	return !in_uslab_function((void *)site);
 }
 
 /*
@@ -707,11 +714,12 @@ void slab_debug_alloc_one(struct uslab_cache *c, void *p, const void *site)
 	 * No compare-and-swap: the object is this thread's alone (a free of it
 	 * by another thread meanwhile finds it OBJ_FREE or OBJ_BUSY, fails its
 	 * own and is reported). OBJ_BUSY is stored before any byte is
-	 * rewritten (the fence: validate, which reads the bytes then the state
-	 * again, sees it).
+	 * rewritten: validate, which reads the bytes then the state again,
+	 * sees it (x86 keeps stores in order, as validate's loads: a compiler
+	 * barrier suffices, as in slab_debug_check_slab()).
 	 */
 	__atomic_store_n(&d->state, OBJ_BUSY, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__asm__ volatile("" ::: "memory");
 	if (likely(st == OBJ_FREE)) {
 		check_red_zones(c, obj, RZ_INACTIVE, " while the object was free");
 		check_poison(c, obj);
