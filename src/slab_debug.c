@@ -7,11 +7,15 @@
  *
  * A cache enters the tier by its creation flags (USLAB_CONSISTENCY_CHECKS,
  * USLAB_RED_ZONE, USLAB_POISON, USLAB_STORE_USER) or by USLAB_DEBUG
- * (letters FZPU, optionally followed by cache names). It has no sheaves
- * (lifecycle.c), so every allocation reaches cache_refill() and every free
- * cache_free_objects() at the call, where cache.c calls the hooks below:
- * slab_debug_alloc() on the objects handed out, slab_debug_free() on each
- * object freed, before it is linked anywhere.
+ * (letters FZPU, optionally followed by cache names). Its fast paths
+ * always miss, so every call reaches the library: a single allocation or
+ * free is checked at the call by pcs.c's debug paths
+ * (slab_debug_alloc_one() as an object leaves the thread's sheaf,
+ * slab_debug_free_one() before one goes in: a sheaf holds free objects
+ * only); bulk calls and the other paths reach cache_refill() and
+ * cache_free_objects(), where cache.c calls slab_debug_alloc() on the
+ * objects handed out and slab_debug_free() on each object freed, before it
+ * is linked anywhere.
  *
  * An object slot of a debug cache, from the slot's start (the first slot
  * of a slab at base + colour * colour_off):
