@@ -52,9 +52,9 @@ extern "C" {
 #define USLAB_HWCACHE_ALIGN 0x00002000u
 /*
  * The debug tier (doc/api.md, "Finding bugs"; USLAB_DEBUG turns it on for
- * caches by name without a rebuild). A cache with any of these flags has
- * no sheaves: every call, inline ones included, takes the library's
- * checked path.
+ * caches by name without a rebuild). Every call of a cache with any of
+ * these flags, inline ones included, takes the library's checked path
+ * (its sheaves hold free objects only, checked when they go in and out).
  */
 /** USLAB_CONSISTENCY_CHECKS - F: every free checked at the call (pointer, cache, boundary, state). */
 #define USLAB_CONSISTENCY_CHECKS 0x00000100u
@@ -62,7 +62,7 @@ extern "C" {
 #define USLAB_RED_ZONE 0x00000400u
 /** USLAB_POISON - P: free objects poisoned, checked when handed out again. */
 #define USLAB_POISON 0x00000800u
-/** USLAB_STORE_USER - U: caller backtrace, thread and time of each object's last alloc and free. */
+/** USLAB_STORE_USER - U: call site, thread and time of each object's last alloc and free. */
 #define USLAB_STORE_USER 0x00010000u
 
 /*
@@ -192,8 +192,8 @@ USLAB_API const char *uslab_layout_name(unsigned int layout);
  * @args:  optional arguments, or NULL for all defaults.
  * @flags: 0, or any of USLAB_HWCACHE_ALIGN, USLAB_TYPESAFE_BY_RCU
  *         (uslab/rcu.h) and the debug tier's USLAB_CONSISTENCY_CHECKS,
- *         USLAB_RED_ZONE, USLAB_POISON, USLAB_STORE_USER (a debug cache
- *         has no sheaves; USLAB_POISON is ignored in caches with a
+ *         USLAB_RED_ZONE, USLAB_POISON, USLAB_STORE_USER (every call of
+ *         a debug cache is checked; USLAB_POISON is ignored in caches with a
  *         constructor or USLAB_TYPESAFE_BY_RCU, whose free objects the
  *         allocator may not write), USLAB_POOL or USLAB_POOL_EXTERNAL
  *         (not with a constructor, USLAB_TYPESAFE_BY_RCU or sheaf_capacity 1;

@@ -224,6 +224,7 @@ struct uslab_options {
 	unsigned int layout;	       /* USLAB_LAYOUT */
 	unsigned int colour;	       /* USLAB_COLOUR */
 	unsigned int on_bug;	       /* USLAB_ON_BUG: enum on_bug */
+	unsigned int debug_frames;     /* USLAB_DEBUG_FRAMES */
 	unsigned int stats;	       /* USLAB_STATS: enum stats_mode */
 	unsigned int stats_ms;	       /* USLAB_STATS_MS */
 	unsigned int counter_batch;    /* USLAB_COUNTER_BATCH */

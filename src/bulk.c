@@ -256,8 +256,8 @@ size_t uslab_priv_alloc_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 		objs_hand_out(c, objs, n);
 		return n;
 	}
-	if (!c->sheaf_capacity || !(p = pcs_self(c)))
-		goto direct;
+	if (!c->sheaf_capacity || c->debug || !(p = pcs_self(c)))
+		goto direct; /* (a debug cache: checked on the way out of its slabs) */
 
 	thread_lock_self();
 	pcs_swap_for(p, n, true); /* the spare may hold the whole request */
@@ -317,8 +317,8 @@ static void free_to_cache(struct uslab_cache *c, size_t n, void **objs)
 			count(&p->hot.free_bulk, &p->hot.free_bulk_objs, n);
 		return;
 	}
-	if (!c->sheaf_capacity || !(p = pcs_self(c))) {
-		cache_free_objects(c, objs, n, usl_opt.lookahead);
+	if (!c->sheaf_capacity || c->debug || !(p = pcs_self(c))) {
+		cache_free_objects(c, objs, n, usl_opt.lookahead); /* (checks a debug cache's) */
 		return;
 	}
 	thread_lock_self();

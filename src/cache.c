@@ -524,11 +524,8 @@ static void debug_free_objects(struct uslab_cache *c, void **p, size_t n)
 	}
 }
 
-/*
- * node_free_objects - return objects to their slabs (cache_free_objects()
- * without the pools' loose array: its arguments and context).
- */
-static void node_free_objects(struct uslab_cache *c, void **p, size_t n, unsigned int lookahead)
+/* node_free_objects() after the debug tier's checks (or without them: cache_free_checked). */
+static void node_put_objects(struct uslab_cache *c, void **p, size_t n, unsigned int lookahead)
 {
 	struct detached_freelist df[FREE_GROUPS];
 	struct slab *release = NULL;
@@ -536,9 +533,6 @@ static void node_free_objects(struct uslab_cache *c, void **p, size_t n, unsigne
 	size_t i = 0;
 
 	size_t ahead = 0;
-
-	if (unlikely(__atomic_load_n(&slab_debug_on, __ATOMIC_ACQUIRE)))
-		debug_free_objects(c, p, n);
 
 	while (i < n) {
 		/* Keep the next FREE_AHEAD objects' slab descriptors loading. */
@@ -560,6 +554,28 @@ static void node_free_objects(struct uslab_cache *c, void **p, size_t n, unsigne
 }
 
 /*
+ * node_free_objects - return objects to their slabs (cache_free_objects()
+ * without the pools' loose array: its arguments and context).
+ */
+static void node_free_objects(struct uslab_cache *c, void **p, size_t n, unsigned int lookahead)
+{
+	if (unlikely(__atomic_load_n(&slab_debug_on, __ATOMIC_ACQUIRE)))
+		debug_free_objects(c, p, n);
+	node_put_objects(c, p, n, lookahead);
+}
+
+/*
+ * cache_free_checked - return @p[0..n) of debug cache @c to their slabs
+ * without the debug tier's checks: objects of its sheaves, checked and
+ * made free at the call that put them there (pcs.c).
+ */
+void cache_free_checked(struct uslab_cache *c, void **p, size_t n)
+{
+	USLAB_ASSERT(c->debug && !(c->flags & USLAB_POOL));
+	node_put_objects(c, p, n, usl_opt.lookahead);
+}
+
+/*
  * node_refill - take up to @want free objects of @c's slabs into @dst.
  *
  * Partial slabs first: under the node lock each slab's whole freelist is
@@ -571,7 +587,7 @@ static void node_free_objects(struct uslab_cache *c, void **p, size_t n, unsigne
  * Return: objects stored in @dst (poisoned for ASan); fewer than @want,
  * and errno ENOMEM, only when the OS refused memory.
  */
-static unsigned int node_refill(struct uslab_cache *c, void **dst, unsigned int want)
+static unsigned int node_refill(struct uslab_cache *c, void **dst, unsigned int want, bool hand_out)
 {
 	struct {
 		struct slab *s;
@@ -676,7 +692,7 @@ static unsigned int node_refill(struct uslab_cache *c, void **dst, unsigned int 
 		node_assert_counts(n);
 		ulock_unlock(&n->lock);
 	}
-	if (unlikely(c->debug) && got)
+	if (unlikely(c->debug) && got && hand_out)
 		slab_debug_alloc(c, dst, got); /* checked and marked as they are handed out */
 	if (got < want)
 		errno = ENOMEM;
@@ -799,7 +815,7 @@ int cache_pool_setup(struct uslab_cache *c, size_t reserve)
 	while (got < reserve) {
 		unsigned int want =
 			reserve - got > UINT32_MAX ? UINT32_MAX : (unsigned int)(reserve - got);
-		unsigned int k = node_refill(c, n->loose + got, want);
+		unsigned int k = node_refill(c, n->loose + got, want, true);
 
 		got += k;
 		if (k < want) {
@@ -906,7 +922,18 @@ unsigned int cache_refill(struct uslab_cache *c, void **dst, unsigned int want)
 			return got;
 		}
 	}
-	return got + node_refill(c, dst + got, want - got);
+	return got + node_refill(c, dst + got, want - got, true);
+}
+
+/*
+ * cache_refill_free - cache_refill() for a debug cache's sheaf: the objects
+ * stay free (OBJ_FREE), to be checked and marked when a call takes one
+ * (pcs.c). Debug caches have no pool.
+ */
+unsigned int cache_refill_free(struct uslab_cache *c, void **dst, unsigned int want)
+{
+	USLAB_ASSERT(c->debug && !(c->flags & USLAB_POOL));
+	return node_refill(c, dst, want, false);
 }
 
 /* One object without sheaves: uslab's metadata and sheaf-less caches. */
@@ -1271,8 +1298,9 @@ void cache_delete(struct uslab_cache *c)
  * cache_check_live - stop the program when @c, passed to @call, is NULL
  * or not a live cache: not the start of a descriptor slot (not a cache at
  * all: read nowhere), or a slot destroyed (or never handed out).
+ * (cache_check_live() in cache.h tests; this reports.)
  */
-void cache_check_live(const struct uslab_cache *c, const char *call)
+void cache_check_live_slow(const struct uslab_cache *c, const char *call)
 {
 	if (unlikely(!c))
 		usl_bug(NULL, NULL, "%s of a NULL cache", call);

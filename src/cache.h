@@ -90,6 +90,7 @@ struct uslab_cache {
 	unsigned int min_partial;
 	unsigned long nr_deferred; /* TYPESAFE_BY_RCU slabs waiting for gp.c */
 	int id;			   /* index of pcs; -1 without sheaves */
+	size_t pcs_own;		   /* id's pcs in a table (a debug cache's hot.pcs_off is 0) */
 	bool retired;		   /* cache_delete() ran: under caches_lock (its slot's page) */
 	uintptr_t secret;	   /* free pointer encoding key */
 	void (*ctor)(void *obj);
@@ -138,6 +139,8 @@ static inline bool cache_is_descriptor(const void *p)
 
 INTERNAL extern struct ulock caches_lock;
 INTERNAL unsigned int cache_refill(struct uslab_cache *c, void **dst, unsigned int want);
+INTERNAL unsigned int cache_refill_free(struct uslab_cache *c, void **dst, unsigned int want);
+INTERNAL void cache_free_checked(struct uslab_cache *c, void **p, size_t n);
 INTERNAL void cache_free_objects(struct uslab_cache *c, void **p, size_t n, unsigned int lookahead);
 INTERNAL void *cache_alloc_direct(struct uslab_cache *c);
 INTERNAL uintptr_t cache_free_key(const struct uslab_cache *c);
@@ -157,7 +160,18 @@ INTERNAL struct uslab_cache *cache_new(const char *name, size_t size, size_t ali
 				       void (*ctor)(void *), unsigned int flags,
 				       unsigned int min_partial, unsigned int layout);
 INTERNAL void cache_delete(struct uslab_cache *c);
-INTERNAL void cache_check_live(const struct uslab_cache *c, const char *call);
+INTERNAL void cache_check_live_slow(const struct uslab_cache *c, const char *call);
+
+/*
+ * cache_check_live - stop the program when @c, passed to @call, is NULL or
+ * not a live cache (cache.c). Inline: every call of a debug cache makes it.
+ */
+static inline void cache_check_live(const struct uslab_cache *c, const char *call)
+{
+	if (unlikely(!c || !cache_is_descriptor_near(c) ||
+		     __atomic_load_n(&c->magic, __ATOMIC_ACQUIRE) != CACHE_MAGIC_LIVE))
+		cache_check_live_slow(c, call);
+}
 INTERNAL unsigned long cache_validate_node(struct uslab_cache *c, void *const *held, size_t nheld);
 INTERNAL void cache_register(struct uslab_cache *c);
 INTERNAL void cache_unregister_locked(struct uslab_cache *c);

@@ -88,17 +88,19 @@ static bool create_classes(void)
 						       __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 			/*
 			 * Every class has sheaves, an id > 0 (uslab_priv_pcs_of_id),
-			 * except those USLAB_FAILSLAB or USLAB_DEBUG select: id 0,
-			 * the pcs entry that is always empty, sends the inline
-			 * paths to the library.
+			 * except those USLAB_FAILSLAB selects; those USLAB_DEBUG
+			 * selects have sheaves the library keeps (pcs.c) and show
+			 * the inline paths id 0 too: the pcs entry that is always
+			 * empty sends them to the library.
 			 */
 			USLAB_ASSERT(!c->sheaf_capacity ?
 					     c->id < 0 :
-					     c->id > 0 && c->hot.pcs_off ==
-								  (size_t)c->id
-									  << USLAB_PRIV_PCS_SHIFT);
+					     c->id > 0 &&
+						     c->pcs_own == (size_t)c->id
+									   << USLAB_PRIV_PCS_SHIFT);
 			__atomic_store_n(&uslab_priv_kmalloc_ids[i],
-					 (unsigned short)(c->id > 0 ? c->id : 0), __ATOMIC_RELEASE);
+					 (unsigned short)(c->id > 0 && !c->debug ? c->id : 0),
+					 __ATOMIC_RELEASE);
 		} else {
 			c->flags &= ~CACHE_KMALLOC; /* nobody saw it: destroy may have it */
 			uslab_cache_destroy(c);
@@ -283,13 +285,17 @@ static struct slab *object_slab(const void *p, const char *what)
 
 /*
  * An object of class @c for a request of @size bytes: in the debug tier
- * the bytes past @size are red zone (slab_debug.c).
+ * the bytes past @size are red zone (slab_debug.c), and @site (the
+ * caller's return address) is the allocation's call site.
  */
-static inline void *class_alloc(struct uslab_cache *c, size_t size)
+static inline void *class_alloc(struct uslab_cache *c, size_t size, const void *site)
 {
-	void *p = uslab_cache_alloc(c);
+	void *p;
 
-	if (unlikely(c->debug) && p)
+	if (likely(!c->debug))
+		return uslab_cache_alloc(c);
+	p = pcs_debug_alloc(c, site);
+	if (p)
 		slab_debug_set_size(c, p, size);
 	return p;
 }
@@ -305,7 +311,7 @@ void *uslab_priv_kmalloc_slow(size_t size)
 			return boot_alloc(size, 8);
 		if (!classes_init())
 			return NULL;
-		return class_alloc(class_of(size), size);
+		return class_alloc(class_of(size), size, __builtin_return_address(0));
 	}
 	if (!size)
 		return USLAB_ZERO_SIZE_PTR;
@@ -318,7 +324,7 @@ void *uslab_kmalloc(size_t size)
 {
 	if (likely(size - 1 < USLAB_KMALLOC_MAX_CACHE_SIZE &&
 		   __atomic_load_n(&classes_ready, __ATOMIC_ACQUIRE)))
-		return class_alloc(class_of(size), size);
+		return class_alloc(class_of(size), size, __builtin_return_address(0));
 	return uslab_priv_kmalloc_slow(size);
 }
 
@@ -386,7 +392,8 @@ void uslab_priv_kfree_slow(const void *p)
 		return;
 	}
 	if (s && unlikely(s->cache->debug)) {
-		uslab_cache_free(s->cache, (void *)p); /* its checks report, then go on or stop */
+		/* Its checks report, then go on or stop. */
+		pcs_debug_free(s->cache, (void *)p, __builtin_return_address(0));
 		return;
 	}
 	if (s && percpu_slots(s->cache) && pcs_at_object(s->cache, s, p)) {

@@ -41,8 +41,9 @@ struct uslab_cache *lifecycle_create(const char *name, size_t size,
 	unsigned int cap;
 
 	/*
-	 * A cache failslab selects, or in the debug tier, has no sheaves:
-	 * every allocation and free reaches the library's checked paths.
+	 * A cache failslab selects has no sheaves: every allocation and free
+	 * reaches the library. One in the debug tier has sheaves that only the
+	 * library's debug paths use, checking every call (pcs.c).
 	 */
 	if (failslab_selects(name, flags))
 		flags |= CACHE_FAILSLAB;
@@ -60,7 +61,7 @@ struct uslab_cache *lifecycle_create(const char *name, size_t size,
 		barn_init(&c->barn, UINT_MAX, UINT_MAX);
 	else
 		barn_init(&c->barn, usl_opt.barn_max_full, usl_opt.barn_max_empty);
-	cap = (flags & CACHE_FAILSLAB) || c->debug ?
+	cap = (flags & CACHE_FAILSLAB) ?
 		      0 :
 		      sheaf_capacity_for(c->size, pool_sheaf_capacity(c, args->sheaf_capacity));
 	if ((c->flags & USLAB_POOL) && cache_pool_setup(c, args->reserve)) {

@@ -103,6 +103,10 @@ static const struct option_row {
 	  "what a problem found by the debug tier does: abort, or report and go on "
 	  "(default: abort in caches with F, report in the others)",
 	  usl_on_bug_names, NULL },
+	{ "USLAB_DEBUG_FRAMES", &usl_opt.debug_frames, 1, 1, 16,
+	  "call-site frames kept per allocation and free of a cache with U: 1, the "
+	  "caller's return address; more, a DWARF backtrace of that many (costly)",
+	  NULL, NULL },
 	{ "USLAB_STATS", &usl_opt.stats, STATS_OFF, 0, STATS_EXIT,
 	  "export every cache's statistics for uslab-stat (1, on), or print them at exit (exit)",
 	  usl_stats_names, NULL },

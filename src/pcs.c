@@ -171,7 +171,7 @@ void pcs_stat(struct pcs *p, enum uslab_stat_item item, uint64_t n)
 struct pcs *pcs_self(const struct uslab_cache *c)
 {
 	barn_kick();
-	return thread_start_self() ? NULL : pcs_of(c);
+	return thread_start_self() ? NULL : pcs_own(c);
 }
 
 static void pcs_attach(struct uslab_cache *c, struct pcs *p)
@@ -289,7 +289,9 @@ bool pcs_refill_main(struct uslab_cache *c, struct pcs *p, bool from_slabs)
 		}
 		pcs_stat(p, USLAB_STAT_SHEAF_ALLOC, 1);
 	}
-	n = cache_refill(c, empty->objs, empty->capacity);
+	/* (A debug cache's objects stay free in its sheaves: checked when taken.) */
+	n = unlikely(c->debug) ? cache_refill_free(c, empty->objs, empty->capacity) :
+				 cache_refill(c, empty->objs, empty->capacity);
 	pcs_stat(p, USLAB_STAT_SHEAF_REFILL, 1);
 	empty->size = n;
 	pcs_set_main(p, empty);
@@ -368,6 +370,97 @@ bool pcs_make_room(struct uslab_cache *c, struct pcs *p, bool may_flush)
 	return true;
 }
 
+/*
+ * The debug tier's sheaves. A debug cache's fast paths (inline, and the
+ * library's) see the always-empty pcs entry, so every call of it comes
+ * here; its sheaves are at its own entry (pcs_own), popped and pushed by
+ * the two functions below without a lock, as the fast paths do, and
+ * refilled, traded and flushed by the slow paths above (the thread's lock
+ * taken once per sheaf, the node lock once per slab's worth). Every object
+ * in them is free (OBJ_FREE, red zones inactive, poisoned): checked and
+ * marked at the call that put it there (slab_debug_free) and again at the
+ * call that takes it (slab_debug_alloc), so validate and the reports see
+ * it as free, and a double free of it is caught at the call, in any
+ * thread (the state's compare-and-swap).
+ * @site: the caller's call site, for the object's track (U).
+ */
+static inline void *debug_alloc(struct uslab_cache *c, const void *site)
+{
+	struct pcs *p = pcs_own(c); /* (a thread not started: the zero table, empty) */
+	void *obj;
+
+	if (unlikely(p->hot.top == p->hot.bottom)) {
+		bool ok;
+
+		if (!(p = pcs_self(c)))
+			return cache_alloc_direct(c); /* (checked in cache_refill) */
+		thread_lock_self();
+		pcs_stat(p, USLAB_STAT_ALLOC_SLOWPATH, 1);
+		ok = pcs_refill_main(c, p, true);
+		pcs_check(p);
+		thread_unlock_self();
+		barn_kick();
+		if (!ok)
+			return cache_alloc_direct(c);
+	}
+	obj = *--p->hot.top;
+	*p->hot.top = NULL; /* (memcheck: a leaked object is not reachable from its sheaf) */
+	slab_debug_alloc_one(c, obj, site);
+	return obj;
+}
+
+static inline void debug_free(struct uslab_cache *c, void *obj, const void *site)
+{
+	struct pcs *p;
+
+	if (!slab_debug_free_one(c, obj, site))
+		return; /* reported: not freed */
+	p = pcs_own(c);
+	if (unlikely(p->hot.top == p->hot.limit)) {
+		bool ok;
+
+		if (!(p = pcs_self(c))) {
+			cache_free_checked(c, &obj, 1);
+			return;
+		}
+		thread_lock_self();
+		pcs_stat(p, USLAB_STAT_FREE_SLOWPATH, 1);
+		ok = pcs_make_room(c, p, true);
+		if (ok)
+			*p->hot.top++ = obj;
+		pcs_check(p);
+		thread_unlock_self();
+		barn_kick();
+		if (!ok)
+			cache_free_checked(c, &obj, 1);
+		gp_kick();
+		return;
+	}
+	*p->hot.top++ = obj;
+}
+
+/*
+ * pcs_debug_alloc, pcs_debug_free - an allocation from (a free to) debug
+ * cache @c for the call at @site (kmalloc.c: its own callers' sites).
+ */
+void *pcs_debug_alloc(struct uslab_cache *c, const void *site)
+{
+	USLAB_ASSERT(c->debug);
+	if (unlikely(!c->sheaf_capacity))
+		return uslab_priv_alloc_slow(c); /* (USLAB_FAILSLAB: checked in cache_refill) */
+	return debug_alloc(c, site);
+}
+
+void pcs_debug_free(struct uslab_cache *c, void *obj, const void *site)
+{
+	USLAB_ASSERT(c->debug);
+	if (unlikely(!c->sheaf_capacity)) {
+		uslab_priv_free_slow(c, obj);
+		return;
+	}
+	debug_free(c, obj, site);
+}
+
 void *uslab_priv_alloc_slow(struct uslab_cache *c)
 {
 	struct percpu_slot *slots;
@@ -375,6 +468,11 @@ void *uslab_priv_alloc_slow(struct uslab_cache *c)
 	void *obj;
 
 	cache_check_live(c, "allocation");
+	if (unlikely(c->debug) && c->sheaf_capacity) {
+		obj = debug_alloc(c, __builtin_return_address(0));
+		NO_TAIL_CALL(obj);
+		return obj;
+	}
 	if (unlikely(c->flags & CACHE_FAILSLAB) && failslab_hit()) {
 		errno = ENOMEM;
 		return NULL;
@@ -444,6 +542,11 @@ void uslab_priv_free_slow(struct uslab_cache *c, void *obj)
 		return;
 	}
 	cache_check_live(c, "free");
+	if (unlikely(c->debug) && c->sheaf_capacity) {
+		debug_free(c, obj, __builtin_return_address(0));
+		NO_TAIL_CALL(c);
+		return;
+	}
 	p = pcs_of(c);
 	if ((c->flags & USLAB_POOL_EXTERNAL) && p->hot.top != p->hot.limit) {
 		/* In no slab, so uslab_cache_free() sent it here: the push, unchecked. */
@@ -563,7 +666,7 @@ size_t pcs_gather_self(struct uslab_cache *c, void **dst, size_t max)
 	if (!c->sheaf_capacity || !thread_started())
 		return 0;
 	thread_lock_self();
-	p = pcs_of(c);
+	p = pcs_own(c);
 	for (void **o = p->hot.bottom; o && o < p->hot.top; o++, n++)
 		if (n < max)
 			dst[n] = *o;
@@ -582,7 +685,7 @@ void pcs_flush_self(struct uslab_cache *c)
 	if (!thread_started())
 		return;
 	thread_lock_self();
-	pcs_drain(pcs_of(c));
+	pcs_drain(pcs_own(c));
 	thread_unlock_self();
 }
 
@@ -651,6 +754,11 @@ void pcs_push(struct uslab_cache *c, void *obj)
 				obj_mark_free(c, obj);
 			obj_poison(c, obj);
 			percpu_free(c, slots, obj);
+			return;
+		}
+		if (unlikely(c->debug)) {
+			/* Its caller's site (uslab_cache_free, uslab_kfree, or their caller). */
+			pcs_debug_free(c, obj, __builtin_return_address(0));
 			return;
 		}
 		uslab_priv_free_slow(c, obj);

@@ -414,7 +414,7 @@ bool percpu_enable(struct uslab_cache *c)
 
 	if (__atomic_load_n(&c->hot.pcpu, __ATOMIC_ACQUIRE))
 		return true;
-	if (!percpu_supported || !c->sheaf_capacity ||
+	if (!percpu_supported || !c->sheaf_capacity || c->debug ||
 	    (c->flags & (USLAB_POOL | USLAB_POOL_EXTERNAL | CACHE_INTERNAL)))
 		return false;
 	slots = slots_get();

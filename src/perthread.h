@@ -111,6 +111,17 @@ static inline struct pcs *pcs_of(const struct uslab_cache *c)
 	return (struct pcs *)(void *)(uslab_priv_pcs_table + c->hot.pcs_off);
 }
 
+/*
+ * pcs_own - the calling thread's pcs of @c that its sheaves are in: pcs_of()
+ * but for a debug cache, whose fast paths see entry 0 (always empty) so
+ * that every call reaches its checks, and whose sheaves the library's
+ * debug paths keep at its id's entry (pcs.c).
+ */
+static inline struct pcs *pcs_own(const struct uslab_cache *c)
+{
+	return (struct pcs *)(void *)(uslab_priv_pcs_table + c->pcs_own);
+}
+
 INTERNAL extern struct uslab_cache *events_cache;
 INTERNAL int pcs_bootstrap(void);
 INTERNAL struct pcs *pcs_self(const struct uslab_cache *c);
@@ -123,6 +134,8 @@ INTERNAL struct percpu_slot *pcs_percpu(struct uslab_cache *c);
 INTERNAL struct pcs *pcs_counters(struct uslab_cache *c);
 INTERNAL bool pcs_at_object(const struct uslab_cache *c, const struct slab *s, const void *obj);
 INTERNAL void pcs_push(struct uslab_cache *c, void *obj);
+INTERNAL void *pcs_debug_alloc(struct uslab_cache *c, const void *site);
+INTERNAL void pcs_debug_free(struct uslab_cache *c, void *obj, const void *site);
 INTERNAL size_t pcs_gather_self(struct uslab_cache *c, void **dst, size_t max);
 INTERNAL void pcs_stat(struct pcs *p, enum uslab_stat_item item, uint64_t n);
 INTERNAL void pcs_events_sum(const struct pcs *p, uint64_t *ev);

@@ -160,7 +160,10 @@ void sheaf_free(struct uslab_cache *c, struct sheaf *sh)
 void sheaf_flush(struct uslab_cache *c, struct sheaf *sh)
 {
 	USLAB_ASSERT(sheaf_ok(c, sh));
-	cache_free_objects(c, sh->objs, sh->size, usl_opt.lookahead);
+	if (unlikely(c->debug))
+		cache_free_checked(c, sh->objs, sh->size); /* free already (pcs.c) */
+	else
+		cache_free_objects(c, sh->objs, sh->size, usl_opt.lookahead);
 	sh->size = 0;
 }
 

@@ -111,6 +111,8 @@ INTERNAL size_t slab_debug_layout(struct uslab_cache *c);
 INTERNAL void slab_debug_setup_slab(struct uslab_cache *c, struct slab *s);
 INTERNAL void slab_debug_alloc(struct uslab_cache *c, void **objs, size_t n);
 INTERNAL bool slab_debug_free(struct uslab_cache *c, void *obj);
+INTERNAL void slab_debug_alloc_one(struct uslab_cache *c, void *obj, const void *site);
+INTERNAL bool slab_debug_free_one(struct uslab_cache *c, void *obj, const void *site);
 INTERNAL bool slab_debug_free_rcu(void *obj);
 INTERNAL void slab_debug_rcu_done(void *const *objs, size_t n);
 INTERNAL void slab_debug_set_size(struct uslab_cache *c, void *obj, size_t size);

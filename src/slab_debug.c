@@ -7,11 +7,15 @@
  *
  * A cache enters the tier by its creation flags (USLAB_CONSISTENCY_CHECKS,
  * USLAB_RED_ZONE, USLAB_POISON, USLAB_STORE_USER) or by USLAB_DEBUG
- * (letters FZPU, optionally followed by cache names). It has no sheaves
- * (lifecycle.c), so every allocation reaches cache_refill() and every free
- * cache_free_objects() at the call, where cache.c calls the hooks below:
- * slab_debug_alloc() on the objects handed out, slab_debug_free() on each
- * object freed, before it is linked anywhere.
+ * (letters FZPU, optionally followed by cache names). Its fast paths
+ * always miss, so every call reaches the library: a single allocation or
+ * free is checked at the call by pcs.c's debug paths
+ * (slab_debug_alloc_one() as an object leaves the thread's sheaf,
+ * slab_debug_free_one() before one goes in: a sheaf holds free objects
+ * only); bulk calls and the other paths reach cache_refill() and
+ * cache_free_objects(), where cache.c calls slab_debug_alloc() on the
+ * objects handed out and slab_debug_free() on each object freed, before it
+ * is linked anywhere.
  *
  * An object slot of a debug cache, from the slot's start (the first slot
  * of a slab at base + colour * colour_off):
@@ -87,25 +91,52 @@
 #define POISON_FREE 0x6b
 #define POISON_END 0xa5
 
+/* Frames of a backtrace at most (USLAB_DEBUG_FRAMES, and a report's own call). */
 #define TRACK_DEPTH 16
 /* The left red zone: the bytes just before an object (the rest of obj_off, alignment padding). */
 #define RZ_LEFT 16u
 
-/* Who allocated or freed an object last (U). */
+/*
+ * Who allocated or freed an object last (U): as SLUB's SLAB_STORE_USER, the
+ * caller's call site (one return address, no unwinding), the thread and
+ * the time; with USLAB_DEBUG_FRAMES=N > 1 a DWARF backtrace of N frames.
+ */
 struct track {
-	void *addrs[TRACK_DEPTH]; /* return addresses, innermost first */
-	uint64_t when_ns;	  /* CLOCK_MONOTONIC */
+	uint64_t when_ns; /* CLOCK_MONOTONIC_COARSE */
 	uint32_t tid;
 	uint32_t depth;
+	void *addrs[]; /* track_frames() return addresses, innermost first */
 };
 
 struct obj_debug {
 	uint32_t state;
-	uint32_t orig_size;   /* bytes asked for (kmalloc), else object_size */
-	struct track track[]; /* U: [0] the last alloc, [1] the last free */
+	uint32_t orig_size; /* bytes asked for (kmalloc), else object_size */
+	uint64_t tracks[];  /* U: two struct track, the last alloc, the last free */
 };
 
+/* Frames a track keeps (read at start-up: every cache lays out with one value). */
+static inline unsigned int track_frames(void)
+{
+	return usl_opt.debug_frames ? usl_opt.debug_frames : 1;
+}
+
+static inline size_t track_size(void)
+{
+	return sizeof(struct track) + track_frames() * sizeof(void *);
+}
+
 bool slab_debug_on;
+
+/*
+ * Under memcheck (on_memcheck()): the client requests below cost a few
+ * instructions each even without valgrind, so they are made only then.
+ */
+static bool memcheck;
+#define MEMCHECK(req)                   \
+	do {                            \
+		if (unlikely(memcheck)) \
+			req;            \
+	} while (0)
 
 /* The library's own code, skipped at the top of a backtrace. */
 static uintptr_t lib_start, lib_end;
@@ -167,8 +198,10 @@ unsigned int slab_debug_flags(const char *name, unsigned int flags, bool bound)
 	if (flags & (CACHE_INTERNAL | CACHE_LARGE))
 		return 0;
 	d |= debug_selects(name);
-	if (on_memcheck())
+	if (on_memcheck()) {
 		d |= DEBUG_VALGRIND;
+		memcheck = true;
+	}
 	if (bound)
 		d &= ~USLAB_POISON;
 	if (d && !__atomic_load_n(&slab_debug_on, __ATOMIC_RELAXED)) {
@@ -188,7 +221,7 @@ size_t slab_debug_layout(struct uslab_cache *c)
 	size_t meta = sizeof(struct obj_debug);
 
 	if (c->debug & USLAB_STORE_USER)
-		meta += 2 * sizeof(struct track);
+		meta += 2 * track_size();
 	c->obj_off = 0;
 	c->dbg_off = (unsigned int)ALIGN_UP((size_t)c->object_size, 8);
 	/*
@@ -210,35 +243,69 @@ static inline struct obj_debug *dbg(const struct uslab_cache *c, const void *obj
 	return (struct obj_debug *)(void *)((char *)obj + c->dbg_off);
 }
 
+/* @obj's track @which (0: the last alloc, 1: the last free). */
+static inline struct track *track_of(const struct uslab_cache *c, const void *obj, int which)
+{
+	return (struct track *)(void *)((char *)dbg(c, obj)->tracks + (size_t)which * track_size());
+}
+
 /*
  * Fill and check bytes of objects: free objects are the allocator's, so
  * memcheck is told to look away (debug caches are never ASan-poisoned).
  * A word at a time: poisoning and checking a 256-byte object were most of
  * P's cost byte by byte.
  */
-static void fill(void *p, int v, size_t n)
+static inline void fill(void *p, int v, size_t n)
 {
-	VALGRIND_DISABLE_ERROR_REPORTING;
+	MEMCHECK(VALGRIND_DISABLE_ERROR_REPORTING);
 	memset(p, v, n);
-	VALGRIND_ENABLE_ERROR_REPORTING;
+	MEMCHECK(VALGRIND_ENABLE_ERROR_REPORTING);
+}
+
+/* 16 bytes (SSE2 on x86-64, any target through gcc's vector extension). */
+typedef uint64_t vec16 __attribute__((vector_size(16)));
+
+/*
+ * Whether [b, b + n) reads @pat (a byte repeated), 32 bytes a step and no
+ * branch inside a step: the whole of a 256-byte object is 8 steps.
+ */
+static inline bool all_equal(const unsigned char *b, uint64_t pat, size_t n)
+{
+	vec16 want = { pat, pat }, acc = { 0, 0 }, x, y;
+	uint64_t w, tail = 0;
+	size_t i = 0;
+
+	for (; i + 32 <= n; i += 32) {
+		memcpy(&x, b + i, 16);
+		memcpy(&y, b + i + 16, 16);
+		acc |= (x ^ want) | (y ^ want);
+	}
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&w, b + i, 8);
+		tail |= w ^ pat;
+	}
+	for (; i < n; i++)
+		tail |= b[i] ^ (pat & 0xff);
+	return !(acc[0] | acc[1] | tail);
 }
 
 /* The first byte of [p, p + n) that is not @v, or NULL. */
-static const unsigned char *first_not(const void *p, int v, size_t n)
+static inline const unsigned char *first_not(const void *p, int v, size_t n)
 {
 	const unsigned char *b = p;
-	uint64_t pat = 0x0101010101010101ull * (unsigned char)v, w;
+	uint64_t pat = 0x0101010101010101ull * (unsigned char)v;
+	bool same;
 	size_t i = 0;
 
-	VALGRIND_DISABLE_ERROR_REPORTING;
-	for (; i + 8 <= n; i += 8) {
-		memcpy(&w, b + i, 8);
-		if (w != pat)
-			break;
-	}
+	MEMCHECK(VALGRIND_DISABLE_ERROR_REPORTING);
+	same = all_equal(b, pat, n);
+	MEMCHECK(VALGRIND_ENABLE_ERROR_REPORTING);
+	if (likely(same))
+		return NULL;
+	MEMCHECK(VALGRIND_DISABLE_ERROR_REPORTING);
 	while (i < n && b[i] == (unsigned char)v)
 		i++;
-	VALGRIND_ENABLE_ERROR_REPORTING;
+	MEMCHECK(VALGRIND_ENABLE_ERROR_REPORTING);
 	return i < n ? b + i : NULL;
 }
 
@@ -271,11 +338,16 @@ static unsigned int backtrace_caller(void **addrs, unsigned int max)
 	return b.n;
 }
 
+/*
+ * The time of a track: the coarse clock (the kernel's tick, a few ms, as
+ * SLUB's jiffies) costs a few loads; CLOCK_MONOTONIC was a fifth of the
+ * pair with U (doc/design.md).
+ */
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
@@ -295,14 +367,51 @@ void slab_debug_fork_child(void)
 	tls_tid = 0;
 }
 
-static void track_set(const struct uslab_cache *c, void *obj, int which)
+static unsigned int first_caller(void *const *addrs, unsigned int n);
+
+static bool in_uslab_function(void *a);
+
+/*
+ * Whether @site can stand for the call: a return address outside the
+ * library's code (linked statically, its range is not known: outside an
+ * exported uslab_* function as far as dladdr tells; a build without tail
+ * calls, such as ThreadSanitizer's, returns into uslab_cache_alloc).
+ */
+static inline bool site_ok(const void *site)
+{
+	if (!site)
+		return false;
+	if (lib_end)
+		return (uintptr_t)site - lib_start >= lib_end - lib_start;
+	return !in_uslab_function((void *)site);
+}
+
+/*
+ * The program's call site of the current call by a DWARF unwind: for the
+ * paths that pass none (bulk, magazines, deferred frees), once per call.
+ */
+static void *unwind_site(void)
+{
+	void *addrs[TRACK_DEPTH];
+	unsigned int n = backtrace_caller(addrs, lib_end ? 1 : TRACK_DEPTH);
+
+	return n ? addrs[first_caller(addrs, n)] : NULL;
+}
+
+/* Record the call at @site (NULL, or inside the library: unwound) in @obj's track @which. */
+static void track_set(const struct uslab_cache *c, void *obj, int which, const void *site)
 {
 	struct track *t;
 
 	if (!(c->debug & USLAB_STORE_USER))
 		return;
-	t = &dbg(c, obj)->track[which];
-	t->depth = backtrace_caller(t->addrs, TRACK_DEPTH);
+	t = track_of(c, obj, which);
+	if (unlikely(track_frames() > 1)) {
+		t->depth = backtrace_caller(t->addrs, track_frames());
+	} else {
+		t->addrs[0] = site_ok(site) ? (void *)site : unwind_site();
+		t->depth = t->addrs[0] != NULL;
+	}
 	t->when_ns = now_ns();
 	t->tid = thread_id();
 }
@@ -331,6 +440,29 @@ static const char *symbolise(const void *addr, char *buf, size_t len)
 }
 
 /*
+ * Whether return address @a is in an exported uslab_* function (dladdr),
+ * remembered per thread: dladdr searches the symbol table, and the sites
+ * of a program's bulk calls repeat (U with one frame, linked statically:
+ * without this cache the stress test ran 3.5 times slower).
+ */
+static bool in_uslab_function(void *a)
+{
+	static __thread struct {
+		void *addr;
+		bool ours;
+	} memo[64];
+	unsigned int h = (unsigned int)(((uintptr_t)a * 0x9e3779b97f4a7c15ull) >> 58);
+	Dl_info info;
+
+	if (memo[h].addr == a)
+		return memo[h].ours;
+	memo[h].addr = a;
+	memo[h].ours = dladdr((char *)a - 1, &info) && info.dli_sname &&
+		       !strncmp(info.dli_sname, "uslab_", 6);
+	return memo[h].ours;
+}
+
+/*
  * The first frame of @addrs[0..n) that is the program's. Linked as a
  * shared library, the capture skipped uslab's frames already (its code's
  * range is known); linked statically, the frames up to the outermost one
@@ -343,13 +475,9 @@ static unsigned int first_caller(void *const *addrs, unsigned int n)
 
 	if (lib_end)
 		return 0;
-	for (unsigned int i = 0; i < n && i < 10; i++) {
-		Dl_info info;
-
-		if (dladdr((char *)addrs[i] - 1, &info) && info.dli_sname &&
-		    !strncmp(info.dli_sname, "uslab_", 6))
+	for (unsigned int i = 0; i < n && i < 10; i++)
+		if (in_uslab_function(addrs[i]))
 			first = i + 1;
-	}
 	return first < n ? first : 0;
 }
 
@@ -364,7 +492,7 @@ static void print_backtrace(void *const *addrs, unsigned int n)
 /* @now: one time for the whole report, so the two ages compare. */
 static void print_track(const struct uslab_cache *c, const void *obj, int which, uint64_t now)
 {
-	const struct track *t = &dbg(c, obj)->track[which];
+	const struct track *t = track_of(c, obj, which);
 
 	if (!t->when_ns) {
 		usl_report_line("  %s: never", which ? "last freed" : "allocated");
@@ -456,18 +584,14 @@ static void report_object(const struct uslab_cache *c, const void *obj, bool det
 
 /* ------------------------------------------------------------ checks */
 
-/*
- * Check that [p, p + n) of @obj reads @v; if not report @what (@detail
- * after it) with the first bad byte and a dump, and restore the bytes.
- * Return: whether they were intact.
- */
-static bool check_bytes(const struct uslab_cache *c, const char *obj, const char *p, size_t n,
-			int v, const char *what, const char *detail)
+/* check_bytes() found [p, p + n) clobbered: the report, and the bytes restored. */
+static __attribute__((noinline, cold)) bool bytes_clobbered(const struct uslab_cache *c,
+							    const char *obj, const char *p,
+							    size_t n, int v, const char *what,
+							    const char *detail)
 {
 	const unsigned char *bad = first_not(p, v, n);
 
-	if (likely(!bad))
-		return true;
 	if (report_key(c, obj, what, "%s%s (byte %+ld of the object reads 0x%02x, not 0x%02x)",
 		       what, detail, (long)((const char *)bad - obj), *bad, v)) {
 		hex_dump(obj, (const char *)bad, p, p + n);
@@ -479,8 +603,21 @@ static bool check_bytes(const struct uslab_cache *c, const char *obj, const char
 	return false;
 }
 
+/*
+ * Check that [p, p + n) of @obj reads @v; if not report @what (@detail
+ * after it) with the first bad byte and a dump, and restore the bytes.
+ * Return: whether they were intact.
+ */
+static inline bool check_bytes(const struct uslab_cache *c, const char *obj, const char *p,
+			       size_t n, int v, const char *what, const char *detail)
+{
+	if (likely(!first_not(p, v, n)))
+		return true;
+	return bytes_clobbered(c, obj, p, n, v, what, detail);
+}
+
 /* Check the red zones of @obj against @v (RZ_ACTIVE or RZ_INACTIVE; @when: a detail). */
-static void check_red_zones(const struct uslab_cache *c, char *obj, int v, const char *when)
+static inline void check_red_zones(const struct uslab_cache *c, char *obj, int v, const char *when)
 {
 	uint32_t orig = dbg(c, obj)->orig_size;
 
@@ -495,7 +632,7 @@ static void check_red_zones(const struct uslab_cache *c, char *obj, int v, const
 			    "kmalloc red zone overwritten", ", past the size asked for");
 }
 
-static void check_poison(const struct uslab_cache *c, char *obj)
+static inline void check_poison(const struct uslab_cache *c, char *obj)
 {
 	if (!(c->debug & USLAB_POISON))
 		return;
@@ -505,7 +642,7 @@ static void check_poison(const struct uslab_cache *c, char *obj)
 		    "use after free: poison overwritten", "");
 }
 
-static void poison(const struct uslab_cache *c, char *obj)
+static inline void poison(const struct uslab_cache *c, char *obj)
 {
 	if (c->debug & USLAB_POISON) {
 		fill(obj, POISON_FREE, c->object_size - 1);
@@ -513,7 +650,7 @@ static void poison(const struct uslab_cache *c, char *obj)
 	}
 }
 
-static void set_red_zones(const struct uslab_cache *c, char *obj, int v)
+static inline void set_red_zones(const struct uslab_cache *c, char *obj, int v)
 {
 	if (c->debug & USLAB_RED_ZONE) {
 		fill(obj - RZ_LEFT, v, RZ_LEFT);
@@ -540,7 +677,7 @@ void slab_debug_setup_slab(struct uslab_cache *c, struct slab *s)
 		d->state = OBJ_FREE;
 		d->orig_size = c->object_size;
 		if (c->debug & USLAB_STORE_USER)
-			memset(d->track, 0, 2 * sizeof(struct track));
+			memset(d->tracks, 0, 2 * track_size());
 		set_red_zones(c, obj, RZ_INACTIVE);
 		poison(c, obj);
 	}
@@ -564,33 +701,57 @@ static bool report_state(const struct uslab_cache *c, const void *obj, const cha
 }
 
 /*
- * slab_debug_alloc - check and mark @objs[0..n) of @c as they are handed
- * out: each was free, its red zones and poison intact (a write after free
- * is reported with the object's history), then it is allocated. The
- * objects are this thread's (taken under the node lock); validate skips
- * them while they are OBJ_BUSY.
+ * slab_debug_alloc_one - check and mark @obj of @c as it is handed out to
+ * the call at @site (NULL: found by unwinding): it was free, its red zones
+ * and poison intact (a write after free is reported with the object's
+ * history), then it is allocated. The object is this thread's (taken from
+ * its sheaf, or under the node lock); validate skips it while it is
+ * OBJ_BUSY.
  */
+void slab_debug_alloc_one(struct uslab_cache *c, void *p, const void *site)
+{
+	char *obj = p;
+	struct obj_debug *d = dbg(c, obj);
+	uint32_t st = __atomic_load_n(&d->state, __ATOMIC_ACQUIRE);
+
+	/*
+	 * No compare-and-swap: the object is this thread's alone (a free of it
+	 * by another thread meanwhile finds it OBJ_FREE or OBJ_BUSY, fails its
+	 * own and is reported). OBJ_BUSY is stored before any byte is
+	 * rewritten: validate, which reads the bytes then the state again,
+	 * sees it (x86 keeps stores in order, as validate's loads: a compiler
+	 * barrier suffices, as in slab_debug_check_slab()).
+	 */
+	__atomic_store_n(&d->state, OBJ_BUSY, __ATOMIC_RELAXED);
+	__asm__ volatile("" ::: "memory");
+	if (likely(st == OBJ_FREE)) {
+		check_red_zones(c, obj, RZ_INACTIVE, " while the object was free");
+		check_poison(c, obj);
+	} else {
+		/* The freelist or sheaf named an object that is not free: corrupted. */
+		report_object(c, obj, report_state(c, obj, "", st));
+	}
+	d->orig_size = c->object_size;
+	set_red_zones(c, obj, RZ_ACTIVE);
+	track_set(c, obj, 0, site);
+	__atomic_store_n(&d->state, OBJ_ALLOC, __ATOMIC_RELEASE);
+	/* Undefined bytes, unless a constructor set them. */
+	MEMCHECK(VALGRIND_MALLOCLIKE_BLOCK(obj, c->object_size, 0, c->ctor != NULL));
+}
+
+/* The call site for the tracks of a batch (U with one frame): unwound once. */
+static const void *batch_site(const struct uslab_cache *c)
+{
+	return (c->debug & USLAB_STORE_USER) && track_frames() == 1 ? unwind_site() : NULL;
+}
+
+/* slab_debug_alloc - slab_debug_alloc_one() of @objs[0..n), handed out from slabs. */
 void slab_debug_alloc(struct uslab_cache *c, void **objs, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		char *obj = objs[i];
-		struct obj_debug *d = dbg(c, obj);
-		uint32_t st = OBJ_FREE;
+	const void *site = batch_site(c);
 
-		if (likely(state_move(d, &st, OBJ_BUSY))) {
-			check_red_zones(c, obj, RZ_INACTIVE, " while the object was free");
-			check_poison(c, obj);
-		} else {
-			/* The freelist named an object that is not free: corrupted. */
-			report_object(c, obj, report_state(c, obj, "", st));
-		}
-		d->orig_size = c->object_size;
-		set_red_zones(c, obj, RZ_ACTIVE);
-		track_set(c, obj, 0);
-		__atomic_store_n(&d->state, OBJ_ALLOC, __ATOMIC_RELEASE);
-		/* Undefined bytes, unless a constructor set them. */
-		VALGRIND_MALLOCLIKE_BLOCK(obj, c->object_size, 0, c->ctor != NULL);
-	}
+	for (size_t i = 0; i < n; i++)
+		slab_debug_alloc_one(c, objs[i], site);
 }
 
 /* The cache owning the slab @p is in (large objects' included), or NULL. */
@@ -606,7 +767,8 @@ static struct uslab_cache *owner_of(const void *p)
  * live slab of @c, at an object's start. Return: @p; NULL when it is not
  * one (reported).
  */
-static char *check_pointer(struct uslab_cache *c, void *p, const char *call)
+static __attribute__((noinline, cold)) char *pointer_bad(struct uslab_cache *c, void *p,
+							 const char *call)
 {
 	struct slab *s = os_slab_lookup(p);
 	struct uslab_cache *owner = s ? __atomic_load_n(&s->cache, __ATOMIC_ACQUIRE) : NULL;
@@ -642,6 +804,17 @@ static char *check_pointer(struct uslab_cache *c, void *p, const char *call)
 	return p;
 }
 
+/* check_pointer()'s test: in a live slab of @c (not a large object), at an object's start. */
+static inline char *check_pointer(struct uslab_cache *c, void *p, const char *call)
+{
+	struct slab *s = os_slab_lookup(p);
+
+	if (likely(s) && likely(__atomic_load_n(&s->cache, __ATOMIC_ACQUIRE) == c) &&
+	    likely(!(c->flags & CACHE_LARGE)) && likely(slab_object_at(s, p) == p))
+		return p;
+	return pointer_bad(c, p, call);
+}
+
 /*
  * slab_debug_free - check one object freed to debug cache @c (NULL: the
  * object's own cache; it is in the debug tier), at the call: in a live
@@ -651,9 +824,10 @@ static char *check_pointer(struct uslab_cache *c, void *p, const char *call)
  * intact. Then it is free: red zones inactive, poisoned, the free recorded.
  * An object whose state was overwritten (an overflow past its red zone) is
  * reported and freed all the same: it was the caller's.
+ * @site: the call's return address (NULL: found by unwinding), for U.
  * Return: true to free it; false when it must not be (reported).
  */
-bool slab_debug_free(struct uslab_cache *c, void *p)
+bool slab_debug_free_one(struct uslab_cache *c, void *p, const void *site)
 {
 	struct obj_debug *d;
 	char *obj;
@@ -677,12 +851,18 @@ bool slab_debug_free(struct uslab_cache *c, void *p)
 			return false;
 	}
 	check_red_zones(c, obj, RZ_ACTIVE, "");
-	track_set(c, obj, 1);
+	track_set(c, obj, 1, site);
 	set_red_zones(c, obj, RZ_INACTIVE);
 	poison(c, obj);
 	__atomic_store_n(&d->state, OBJ_FREE, __ATOMIC_RELEASE);
-	VALGRIND_FREELIKE_BLOCK(obj, 0);
+	MEMCHECK(VALGRIND_FREELIKE_BLOCK(obj, 0));
 	return true;
+}
+
+/* slab_debug_free_one() for the frees that pass no call site (arrays, deferred frees). */
+bool slab_debug_free(struct uslab_cache *c, void *p)
+{
+	return slab_debug_free_one(c, p, NULL);
 }
 
 /*
@@ -704,7 +884,7 @@ bool slab_debug_free_rcu(void *obj)
 		return false;
 	}
 	check_red_zones(c, obj, RZ_ACTIVE, "");
-	track_set(c, obj, 1);
+	track_set(c, obj, 1, NULL);
 	return true;
 }
 
@@ -825,7 +1005,7 @@ unsigned long slab_debug_list_live(struct uslab_cache *c, struct slab *s, unsign
 
 	for (unsigned int i = 0; i < s->bump; i++, obj += c->size) {
 		const struct obj_debug *d = dbg(c, obj);
-		const struct track *t = &d->track[0];
+		const struct track *t = track_of(c, obj, 0);
 		char buf[320];
 
 		if (__atomic_load_n(&d->state, __ATOMIC_ACQUIRE) == OBJ_FREE)

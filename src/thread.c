@@ -392,7 +392,9 @@ int thread_id_attach(struct uslab_cache *c, unsigned int sheaf_capacity)
 	if (id < 0)
 		return -ENOSPC;
 	c->id = id;
-	c->hot.pcs_off = (size_t)id * sizeof(struct pcs);
+	c->pcs_own = (size_t)id * sizeof(struct pcs);
+	/* A debug cache's inline paths find the always-empty entry: the library checks. */
+	c->hot.pcs_off = c->debug ? 0 : c->pcs_own;
 	c->sheaf_capacity = sheaf_capacity;
 	c->hot.free_key = cache_free_key(c);
 	if (c->hot.free_key)

@@ -139,6 +139,7 @@ static void test_overflow_onto_state(void)
 
 	memset(p + 64, 0x55, 12);		/* the 8-byte red zone, then 4 bytes of state */
 	EXPECT_BUGS(2, uslab_cache_free(c, p)); /* the state, the red zone */
+	uslab_cache_shrink(c);			/* (out of this thread's sheaf, to its slab) */
 	CHECK(uslab_cache_stats(c, &st) == 0 && st.active_objs == 0, "freed: %lu",
 	      (unsigned long)st.active_objs);
 	CHECK(uslab_cache_validate(c) == 0, "restored");
@@ -238,13 +239,18 @@ static void test_deferred_double_free(void)
 	uslab_free_rcu(q);
 	uslab_rcu_barrier();
 	EXPECT_BUGS(1, uslab_free_rcu(q)); /* freed after its grace period */
+	uslab_cache_shrink(c);		   /* (this thread's sheaf back to the slabs) */
 	CHECK(uslab_cache_stats(c, &st) == 0 && st.active_objs == 0, "both freed once: %lu",
 	      (unsigned long)st.active_objs);
 	CHECK(uslab_cache_validate(c) == 0, "validate");
 	CHECK(uslab_cache_destroy(c) == 0, "destroy");
 }
 
-/* USLAB_DEBUG selects caches by name, with letters; others keep their sheaves. */
+/*
+ * USLAB_DEBUG selects caches by name, with letters: the selected one's
+ * slots carry the tier's metadata, the other's do not; both have sheaves
+ * (the debug cache's only the library's checked paths use).
+ */
 static void test_env_selection(void)
 {
 	struct uslab_cache *a = create("dbg_env_selected", 64, 0);
@@ -254,11 +260,102 @@ static void test_env_selection(void)
 
 	uslab_cache_stats(a, &sa);
 	uslab_cache_stats(b, &sb);
-	CHECK(sa.sheaf_capacity == 0 && sb.sheaf_capacity > 0, "debug caches have no sheaves");
+	CHECK(sa.objsize > sb.objsize && sb.objsize == 64, "selected: slots of %u and %u bytes",
+	      sa.objsize, sb.objsize);
+	CHECK(sa.sheaf_capacity > 0 && sb.sheaf_capacity > 0, "sheaves: %u, %u", sa.sheaf_capacity,
+	      sb.sheaf_capacity);
 	uslab_cache_free(a, p);
 	EXPECT_BUGS(1,
 		    uslab_cache_free(a, p)); /* at the call: the inline free reached the library */
 	CHECK(uslab_cache_destroy(a) == 0 && uslab_cache_destroy(b) == 0, "destroy");
+}
+
+/* ------------------------------------------------------------ sheaves */
+
+/*
+ * A debug cache has sheaves, and every call is still checked at the call:
+ * a free object waiting in this thread's sheaf is free to every check (an
+ * immediate or delayed double free, validate's poison check, the check
+ * when it is handed out again), an interior free is caught before it gets
+ * there, and sheaves that fill and empty through the barn and the slabs
+ * lose nothing.
+ */
+static void test_sheaf_checks(void)
+{
+	struct uslab_cache *c =
+		create("TestSheaf", 64,
+		       USLAB_CONSISTENCY_CHECKS | USLAB_RED_ZONE | USLAB_POISON | USLAB_STORE_USER);
+	struct uslab_cache_stats st;
+	unsigned char *p = uslab_cache_alloc(c), *q = uslab_cache_alloc(c), *r;
+	void *many[600];
+
+	CHECK(uslab_cache_stats(c, &st) == 0 && st.sheaf_capacity > 0, "sheaves: %u",
+	      st.sheaf_capacity);
+	uslab_cache_free(c, p);
+	EXPECT_BUGS(1, uslab_cache_free(c, p)); /* immediate: on top of the sheaf */
+	uslab_cache_free(c, q);
+	EXPECT_BUGS(1, uslab_cache_free(c, p)); /* delayed: below another in the sheaf */
+	CHECK(uslab_cache_validate(c) == 0, "validate: the sheaf's objects are free");
+	q[10] = 0x42; /* a write after free to the object on top of the sheaf */
+	CHECK(uslab_cache_validate(c) == 1, "validate finds the write in a sheaf's object");
+	EXPECT_BUGS(1, r = uslab_cache_alloc(c)); /* and so does handing it out */
+	CHECK(r == q, "LIFO: %p, %p", (void *)r, (void *)q);
+	r = uslab_cache_alloc(c);
+	CHECK(r == p, "then the other one");
+	EXPECT_BUGS(1, uslab_cache_free(c, r + 8)); /* interior: not into the sheaf */
+	r[64] = 0x1;				    /* an overflow into the red zone */
+	EXPECT_BUGS(1, uslab_cache_free(c, r));	    /* found at the free, not at a flush */
+	uslab_cache_free(c, q);
+	EXPECT_BUGS(0, {
+		for (int i = 0; i < 600; i++)
+			many[i] = uslab_cache_alloc(c);
+		for (int i = 0; i < 600; i++)
+			uslab_cache_free(c, many[i]);
+	});
+	CHECK(uslab_cache_validate(c) == 0, "validate after sheaves went through the barn");
+	EXPECT_BUGS(1, uslab_cache_free(c, many[300])); /* in a sheaf of the barn, or a slab */
+	CHECK(uslab_cache_destroy(c) == 0, "destroy: nothing lost");
+}
+
+/*
+ * Two threads free one object at once, many times: the state's
+ * compare-and-swap lets exactly one through, the other is reported.
+ */
+static struct uslab_cache *race_cache;
+static pthread_barrier_t race_barrier;
+
+static void *race_free(void *p)
+{
+	pthread_barrier_wait(&race_barrier);
+	uslab_cache_free(race_cache, p);
+	return NULL;
+}
+
+static void test_cross_thread_double_free(void)
+{
+	race_cache = create("TestSheaf_race", 64, USLAB_CONSISTENCY_CHECKS);
+	for (int t = 0; t < 500; t++) {
+		void *p = uslab_cache_alloc(race_cache);
+		pthread_t th[2];
+
+		pthread_barrier_init(&race_barrier, NULL, 2);
+		EXPECT_BUGS(1, {
+			for (int i = 0; i < 2; i++)
+				CHECK(!pthread_create(&th[i], NULL, race_free, p), "thread");
+			for (int i = 0; i < 2; i++)
+				pthread_join(th[i], NULL);
+		});
+		pthread_barrier_destroy(&race_barrier);
+		/* Freed by another thread into its sheaf, then again here. */
+		p = uslab_cache_alloc(race_cache);
+		pthread_barrier_init(&race_barrier, NULL, 1);
+		CHECK(!pthread_create(&th[0], NULL, race_free, p), "thread");
+		pthread_join(th[0], NULL);
+		pthread_barrier_destroy(&race_barrier);
+		EXPECT_BUGS(1, uslab_cache_free(race_cache, p));
+	}
+	CHECK(uslab_cache_validate(race_cache) == 0, "validate");
+	CHECK(uslab_cache_destroy(race_cache) == 0, "destroy: each freed once");
 }
 
 /* ------------------------------------------------------------ kmalloc */
@@ -483,6 +580,72 @@ static void test_abort(void)
 	CHECK(strstr(buf, "double_free_here+0x"), "the caller named: %s", buf);
 }
 
+/*
+ * U keeps one return address per allocation and free (no backtrace): the
+ * report of a double free names the function that allocated the object,
+ * the one that freed it, and (unwound at the report) the one freeing it
+ * again. (Not static: -rdynamic exports them, so reports can name them.)
+ */
+static struct uslab_cache *site_cache;
+static void *site_obj;
+
+__attribute__((noinline)) void site_allocator(void);
+__attribute__((noinline)) void site_allocator(void)
+{
+	site_obj = uslab_cache_alloc(site_cache);
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void site_freer(void);
+__attribute__((noinline)) void site_freer(void)
+{
+	uslab_cache_free(site_cache, site_obj);
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void site_double_freer(void *arg);
+__attribute__((noinline)) void site_double_freer(void *arg)
+{
+	(void)arg;
+	site_allocator();
+	site_freer();
+	uslab_cache_free(site_cache, site_obj);
+	__asm__ volatile("" ::: "memory");
+}
+
+/* The lines of @buf's section headed @head (up to the next line with two spaces' indent). */
+static void section(const char *buf, const char *head, char *out, size_t size)
+{
+	const char *a = strstr(buf, head), *b;
+
+	out[0] = 0;
+	if (!a)
+		return;
+	b = strstr(a + 1, "\n  ");
+	while (b && b[3] == ' ') /* (a frame line: four spaces) */
+		b = strstr(b + 1, "\n  ");
+	snprintf(out, size, "%.*s", (int)(b ? b - a : (long)strlen(a)), a);
+}
+
+static void test_call_sites(void)
+{
+	char buf[16384], part[2048];
+	int status;
+
+	site_cache = create("sites", 64, USLAB_CONSISTENCY_CHECKS | USLAB_STORE_USER);
+	status = run_child(site_double_freer, NULL, buf, sizeof(buf));
+	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT, "abort: %s", buf);
+	CHECK(strstr(buf, "uslab: BUG sites: double free at"), "%s", buf);
+	section(buf, "allocated by thread", part, sizeof(part));
+	CHECK(strstr(part, "#0 ") && strstr(part, "site_allocator+0x"), "the allocation's site: %s",
+	      buf);
+	CHECK(!strstr(part, "#1 "), "one address, no backtrace: %s", part);
+	section(buf, "last freed by thread", part, sizeof(part));
+	CHECK(strstr(part, "site_freer+0x") && !strstr(part, "#1 "), "the free's site: %s", buf);
+	section(buf, "this call, by thread", part, sizeof(part));
+	CHECK(strstr(part, "site_double_freer+0x"), "the double free's caller: %s", buf);
+}
+
 /* ---------------------------------------------------------- corrupt */
 
 /* Shared with the children: corruptions made, and allocations checked. */
@@ -645,6 +808,8 @@ int main(int argc, char **argv)
 		RUN(test_leak_at_destroy);
 		RUN(test_deferred_double_free);
 		RUN(test_env_selection);
+		RUN(test_sheaf_checks);
+		RUN(test_cross_thread_double_free);
 	} else if (!strcmp(mode, "kmalloc")) {
 		RUN(test_kmalloc_redzone);
 		RUN(test_krealloc_redzone);
@@ -656,6 +821,7 @@ int main(int argc, char **argv)
 		RUN(test_foreign_trials);
 	} else if (!strcmp(mode, "abort")) {
 		RUN(test_abort);
+		RUN(test_call_sites);
 	} else if (!strcmp(mode, "corrupt")) {
 		unsigned long n = argc > 2 ? strtoul(argv[2], NULL, 0) : 100000;
 
