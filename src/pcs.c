@@ -792,8 +792,8 @@ void uslab_cache_free(struct uslab_cache *c, void *obj)
 	if (unlikely(!c || (a >> VA_BITS) ||
 		     !(e = READ_ONCE(uslab_priv_slab_map[a >> ARENA_SHIFT]))))
 		goto slow;
-	s = slab_desc(a,
-		      e); /* (a multi-page slab's tail names the cache and the first object too) */
+	/* (a multi-page slab's tail names the cache and the first object too) */
+	s = slab_desc(a, e);
 	/* Of @c, at an object's start (a pointer inside one: reported by the slow path). */
 	if (unlikely(READ_ONCE(s->cache) != c || !pcs_at_object(c, s, obj)))
 		goto slow;

@@ -141,6 +141,12 @@ static bool memcheck;
 /* The library's own code, skipped at the top of a backtrace. */
 static uintptr_t lib_start, lib_end;
 
+/*
+ * The program's call site of the check running on this thread (the
+ * alloc or free of one object): a report's backtrace starts there.
+ */
+static __thread const void *report_site;
+
 /* ---------------------------------------------------------- selection */
 
 static int find_lib(struct dl_phdr_info *info, size_t size, void *arg)
@@ -549,17 +555,21 @@ static bool report_key(const struct uslab_cache *c, const void *addr, const char
 		       const char *fmt, ...)
 {
 	void *addrs[TRACK_DEPTH];
-	unsigned int n = backtrace_caller(addrs, TRACK_DEPTH);
+	unsigned int n = backtrace_caller(addrs, TRACK_DEPTH), first;
 	char line[256];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	if (!usl_report(c, addr, n ? addrs[first_caller(addrs, n)] : NULL, key, "%s", line))
+	first = n ? first_caller(addrs, n) : 0;
+	for (unsigned int i = 0; report_site && i < n; i++)
+		if (addrs[i] == report_site)
+			first = i; /* (a tail call may have left no uslab_* frame to find it by) */
+	if (!usl_report(c, addr, n ? addrs[first] : NULL, key, "%s", line))
 		return false;
 	usl_report_line("  this call, by thread %u:", thread_id());
-	print_backtrace(addrs, n);
+	print_backtrace(addrs + first, n - first);
 	return true;
 }
 
@@ -708,7 +718,7 @@ static bool report_state(const struct uslab_cache *c, const void *obj, const cha
  * its sheaf, or under the node lock); validate skips it while it is
  * OBJ_BUSY.
  */
-void slab_debug_alloc_one(struct uslab_cache *c, void *p, const void *site)
+static void alloc_one(struct uslab_cache *c, void *p, const void *site)
 {
 	char *obj = p;
 	struct obj_debug *d = dbg(c, obj);
@@ -827,7 +837,7 @@ static inline char *check_pointer(struct uslab_cache *c, void *p, const char *ca
  * @site: the call's return address (NULL: found by unwinding), for U.
  * Return: true to free it; false when it must not be (reported).
  */
-bool slab_debug_free_one(struct uslab_cache *c, void *p, const void *site)
+static bool free_one(struct uslab_cache *c, void *p, const void *site)
 {
 	struct obj_debug *d;
 	char *obj;
@@ -857,6 +867,24 @@ bool slab_debug_free_one(struct uslab_cache *c, void *p, const void *site)
 	__atomic_store_n(&d->state, OBJ_FREE, __ATOMIC_RELEASE);
 	MEMCHECK(VALGRIND_FREELIKE_BLOCK(obj, 0));
 	return true;
+}
+
+/* The two above with the call's site known to a report (report_key()). */
+void slab_debug_alloc_one(struct uslab_cache *c, void *p, const void *site)
+{
+	report_site = site;
+	alloc_one(c, p, site);
+	report_site = NULL;
+}
+
+bool slab_debug_free_one(struct uslab_cache *c, void *p, const void *site)
+{
+	bool ok;
+
+	report_site = site;
+	ok = free_one(c, p, site);
+	report_site = NULL;
+	return ok;
 }
 
 /* slab_debug_free_one() for the frees that pass no call site (arrays, deferred frees). */
