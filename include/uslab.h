@@ -92,6 +92,16 @@ extern "C" {
  * with sheaves per CPU.
  */
 #define USLAB_PERCPU 0x00400000u
+/*
+ * USLAB_NO_FREE_KEY - the default tier's double-free check off for this
+ * cache (doc/design.md, "Free checks"): uslab leaves its free objects' first
+ * words alone, and a double free is found by the library's naive check
+ * (the object on top of the sheaf) or when the object reaches its slab,
+ * as for a cache with a constructor, instead of at the call. It saves a
+ * load, a compare and a store to the object on each free and a store on
+ * each allocation (README, "Finding bugs", has what that measured).
+ */
+#define USLAB_NO_FREE_KEY 0x01000000u
 
 /** USLAB_MAX_OBJECT_SIZE - the largest object a cache may hold (16 MiB). */
 #define USLAB_MAX_OBJECT_SIZE (16ul << 20)
@@ -199,7 +209,7 @@ USLAB_API const char *uslab_layout_name(unsigned int layout);
  *         (not with a constructor, USLAB_TYPESAFE_BY_RCU or sheaf_capacity 1;
  *         USLAB_POOL_EXTERNAL not with the debug tier), USLAB_PERCPU
  *         (ignored where per-CPU sheaves cannot run, and by pools and
- *         caches without sheaves).
+ *         caches without sheaves), USLAB_NO_FREE_KEY.
  *
  * Context: any thread.
  * Return: the new cache; or NULL with errno set:

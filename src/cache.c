@@ -114,15 +114,16 @@ static uintptr_t free_key;
 /*
  * cache_free_key - the free key of @c, which is getting sheaves: 0 where a
  * free object's first word is not uslab's (a constructor, TYPESAFE_BY_RCU,
- * the debug tier: bound; pools: the caller's) or no free object ever
- * waits in a sheaf (uslab's own caches). A cache without sheaves has none:
+ * the debug tier: bound; pools: the caller's), the creator said
+ * USLAB_NO_FREE_KEY, or no free object ever waits in a sheaf (uslab's own
+ * caches). A cache without sheaves has none:
  * its objects go to their slabs, written by nothing but the layout.
  */
 uintptr_t cache_free_key(const struct uslab_cache *c)
 {
 	if (c->ctor || c->debug ||
-	    (c->flags &
-	     (USLAB_TYPESAFE_BY_RCU | USLAB_POOL | USLAB_POOL_EXTERNAL | CACHE_INTERNAL)))
+	    (c->flags & (USLAB_TYPESAFE_BY_RCU | USLAB_POOL | USLAB_POOL_EXTERNAL |
+			 USLAB_NO_FREE_KEY | CACHE_INTERNAL)))
 		return 0;
 	return free_key;
 }

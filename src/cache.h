@@ -58,7 +58,7 @@ struct barn {
 #define DEBUG_VALGRIND 0x1u
 #define CACHE_PUBLIC_FLAGS                                                        \
 	(USLAB_HWCACHE_ALIGN | USLAB_TYPESAFE_BY_RCU | DEBUG_FLAGS | USLAB_POOL | \
-	 USLAB_POOL_EXTERNAL | USLAB_PERCPU)
+	 USLAB_POOL_EXTERNAL | USLAB_PERCPU | USLAB_NO_FREE_KEY)
 /* Sheaf capacity a pool gets when it asks for none: pointers are all it holds. */
 #define POOL_SHEAF_CAPACITY 254
 

@@ -21,7 +21,7 @@
 
 #include "../test.h"
 
-static struct uslab_cache *cache, *other;
+static struct uslab_cache *cache, *other, *nokey;
 
 #define AFTER "-- after the call --"
 
@@ -199,6 +199,49 @@ static void kfree_interior(void *arg)
 	later();
 }
 
+/* A cache created with USLAB_NO_FREE_KEY: its double frees are found at the slab. */
+static void nokey_immediate(void *arg)
+{
+	void *p = uslab_cache_alloc(nokey);
+
+	(void)arg;
+	uslab_cache_free(nokey, p);
+	uslab_cache_free(nokey, p);
+	fprintf(stderr, "%s\n", AFTER);
+	uslab_cache_shrink(nokey);
+}
+
+/*
+ * A free object's first word: the free key's while it waits (cleared when
+ * handed out again), the program's own in a USLAB_NO_FREE_KEY cache.
+ */
+static void test_first_word(void)
+{
+	const uint64_t mark = 0x1122334455667788ull;
+
+	for (int with_key = 0; with_key < 2; with_key++) {
+		struct uslab_cache *c = with_key ? cache : nokey;
+		uint64_t *o = uslab_cache_alloc(c), *again;
+		int same = 0;
+
+		/* Another CPU's sheaf after a migration (USLAB_PERCPU=1): tried again. */
+		for (int tries = 0; tries < 100 && !same; tries++) {
+			*o = mark;
+			uslab_cache_free(c, o);
+			again = uslab_cache_alloc(c);
+			same = again == o;
+			if (same)
+				CHECK(*again == (with_key ? 0 : mark),
+				      "%s: first word %#llx after a free and an alloc",
+				      with_key ? "with the key" : "USLAB_NO_FREE_KEY",
+				      (unsigned long long)*again);
+			o = again;
+		}
+		CHECK(same, "the object freed last comes back first");
+		uslab_cache_free(c, o);
+	}
+}
+
 static void kfree_bulk_twice(void *arg)
 {
 	void *p[3] = { uslab_kmalloc(64), uslab_kmalloc(64), NULL };
@@ -256,6 +299,8 @@ static const struct kind kinds[] = {
 	{ "kfree(p) kfree(q) kfree(p)", kfree_delayed, NULL, AT_CALL, AT_CALL },
 	{ "kfree of p + 8", kfree_interior, (void *)8, AT_CALL, AT_CALL },
 	{ "kfree_bulk with an object twice", kfree_bulk_twice, NULL, AT_CALL, AT_CALL },
+	/* Switched off: the naive check of a library push at best, else the slab. */
+	{ "double free, USLAB_NO_FREE_KEY cache", nokey_immediate, NULL, LATER, LATER },
 };
 
 int main(int argc, char **argv)
@@ -268,7 +313,10 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IONBF, 0);
 	cache = uslab_cache_create("victim", 256, NULL, 0);
 	other = uslab_cache_create("other", 256, NULL, 0);
-	CHECK(cache && other, "create");
+	nokey = uslab_cache_create("nokey", 256, NULL, USLAB_NO_FREE_KEY);
+	CHECK(cache && other && nokey, "create");
+	if (!debug)
+		test_first_word(); /* (the debug tier poisons and checks free objects) */
 	printf("| misuse (%s tier, %s) | caught |\n|---|---|\n", tier,
 	       LIB ? "library functions" : "inline paths");
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
