@@ -51,9 +51,13 @@
 #endif
 #include <uslab.h>
 static struct uslab_cache *peer_cache;
+/* BENCH_NO_FREE_KEY=1: the cache is created with USLAB_NO_FREE_KEY (what the key costs). */
 static inline void peer_init(size_t size)
 {
-	peer_cache = uslab_cache_create("bench", size, NULL, 0);
+	const char *nk = getenv("BENCH_NO_FREE_KEY");
+
+	peer_cache =
+		uslab_cache_create("bench", size, NULL, nk && *nk == '1' ? USLAB_NO_FREE_KEY : 0);
 	if (!peer_cache)
 		abort();
 }

@@ -271,6 +271,8 @@ INTERNAL __attribute__((format(printf, 5, 6))) bool usl_report(const struct usla
 							       ...);
 INTERNAL __attribute__((format(printf, 1, 2))) void usl_report_line(const char *fmt, ...);
 INTERNAL void usl_report_end(const struct uslab_cache *c);
+INTERNAL const char *usl_symbolise(const void *addr, char *buf, size_t len);
+INTERNAL void usl_code_range(uintptr_t *start, uintptr_t *end);
 
 /*
  * Lines held back: a report made under a lock (validate, a debug cache's

@@ -15,6 +15,11 @@
  * uslab_bug_count()); unset, caches with USLAB_CONSISTENCY_CHECKS abort and
  * the others report.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* dladdr */
+#endif
+#include <dlfcn.h>
+#include <link.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -291,4 +296,69 @@ void usl_report_end(const struct uslab_cache *c)
 unsigned long uslab_bug_count(void)
 {
 	return __atomic_load_n(&bug_count, __ATOMIC_RELAXED);
+}
+
+/*
+ * usl_symbolise - return address @addr as "0x... symbol+0xoff
+ * (file+0xoff)" in @buf (@len bytes), as far as the dynamic symbols go (a
+ * program linked with -rdynamic names its own functions; the file offset
+ * is what addr2line -e file takes). Return: @buf.
+ */
+const char *usl_symbolise(const void *addr, char *buf, size_t len)
+{
+	uintptr_t a = (uintptr_t)addr;
+	Dl_info info;
+
+	/* (A return address: the call is the byte before it.) */
+	if (!dladdr((void *)(a - 1), &info) || !info.dli_fname)
+		snprintf(buf, len, "%p", addr);
+	else if (info.dli_sname)
+		snprintf(buf, len, "%p %s+0x%lx (%s+0x%lx)", addr, info.dli_sname,
+			 (unsigned long)(a - (uintptr_t)info.dli_saddr), info.dli_fname,
+			 (unsigned long)(a - (uintptr_t)info.dli_fbase));
+	else
+		snprintf(buf, len, "%p (%s+0x%lx)", addr, info.dli_fname,
+			 (unsigned long)(a - (uintptr_t)info.dli_fbase));
+	return buf;
+}
+
+struct code_range {
+	uintptr_t self, start, end;
+};
+
+static int find_code(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct code_range *r = arg;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) &&
+		    r->self - start < ph->p_memsz) {
+			/* Linked into the program itself: no range to skip. */
+			if (info->dlpi_name && info->dlpi_name[0]) {
+				r->start = start;
+				r->end = start + ph->p_memsz;
+			}
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * usl_code_range - the library's code, the frames a backtrace skips: its
+ * executable segment when it is a shared library; 0 and 0 when it is
+ * linked into the program (nothing tells its code apart by address). Takes
+ * the dynamic loader's lock (dl_iterate_phdr): never under a uslab lock.
+ */
+void usl_code_range(uintptr_t *start, uintptr_t *end)
+{
+	struct code_range r = { (uintptr_t)&usl_code_range, 0, 0 };
+
+	dl_iterate_phdr(find_code, &r);
+	*start = r.start;
+	*end = r.end;
 }

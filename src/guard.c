@@ -119,27 +119,6 @@ bool guard_sample_slow(void)
 
 /* ---------------------------------------------------------- call sites */
 
-static int find_lib(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	uintptr_t self = (uintptr_t)arg;
-
-	(void)size;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t start = info->dlpi_addr + ph->p_vaddr;
-
-		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && self - start < ph->p_memsz) {
-			/* Linked into the program itself: no range to skip. */
-			if (info->dlpi_name && info->dlpi_name[0]) {
-				__atomic_store_n(&lib_start, start, __ATOMIC_RELAXED);
-				__atomic_store_n(&lib_end, start + ph->p_memsz, __ATOMIC_RELAXED);
-			}
-			return 1;
-		}
-	}
-	return 0;
-}
-
 struct bt {
 	struct guard_site *site;
 	uintptr_t start, end; /* the library's code */
@@ -174,7 +153,11 @@ static void capture(struct guard_site *site)
 
 	if (!__atomic_load_n(&lib_known, __ATOMIC_ACQUIRE)) {
 		/* Racing threads find the same range (no lock: see above). */
-		dl_iterate_phdr(find_lib, (void *)(uintptr_t)&find_lib);
+		uintptr_t start, end;
+
+		usl_code_range(&start, &end);
+		__atomic_store_n(&lib_start, start, __ATOMIC_RELAXED);
+		__atomic_store_n(&lib_end, end, __ATOMIC_RELAXED);
 		__atomic_store_n(&lib_known, true, __ATOMIC_RELEASE);
 	}
 	b.start = __atomic_load_n(&lib_start, __ATOMIC_RELAXED);
@@ -184,24 +167,6 @@ static void capture(struct guard_site *site)
 	if (!tls_tid)
 		tls_tid = (uint32_t)gettid();
 	site->tid = tls_tid;
-}
-
-/* @addr as "0x... symbol+0xoff (file+0xoff)", as far as the dynamic symbols go. */
-static const char *symbolise(const void *addr, char *buf, size_t len)
-{
-	uintptr_t a = (uintptr_t)addr;
-	Dl_info info;
-
-	if (!dladdr((void *)(a - 1), &info) || !info.dli_fname)
-		snprintf(buf, len, "%p", addr);
-	else if (info.dli_sname)
-		snprintf(buf, len, "%p %s+0x%lx (%s+0x%lx)", addr, info.dli_sname,
-			 (unsigned long)(a - (uintptr_t)info.dli_saddr), info.dli_fname,
-			 (unsigned long)(a - (uintptr_t)info.dli_fbase));
-	else
-		snprintf(buf, len, "%p (%s+0x%lx)", addr, info.dli_fname,
-			 (unsigned long)(a - (uintptr_t)info.dli_fbase));
-	return buf;
 }
 
 /*
@@ -235,7 +200,7 @@ static void print_site(const struct guard_slot *s, int which)
 	}
 	usl_report_line("  %s by thread %u at:", which ? "freed" : "allocated", site->tid);
 	for (uint32_t i = first_caller(site), k = 0; i < site->depth && k < 4; i++, k++)
-		usl_report_line("    #%u %s", k, symbolise(site->addrs[i], buf, sizeof(buf)));
+		usl_report_line("    #%u %s", k, usl_symbolise(site->addrs[i], buf, sizeof(buf)));
 }
 
 /* ---------------------------------------------------------------- slots */

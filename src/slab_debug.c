@@ -149,27 +149,6 @@ static __thread const void *report_site;
 
 /* ---------------------------------------------------------- selection */
 
-static int find_lib(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	uintptr_t self = (uintptr_t)arg;
-
-	(void)size;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t start = info->dlpi_addr + ph->p_vaddr;
-
-		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && self - start < ph->p_memsz) {
-			/* Linked into the program itself: no range to skip. */
-			if (info->dlpi_name && info->dlpi_name[0]) {
-				lib_start = start;
-				lib_end = start + ph->p_memsz;
-			}
-			return 1;
-		}
-	}
-	return 0;
-}
-
 /*
  * Whether the program runs under valgrind's memcheck (other tools, such as
  * callgrind measuring the fast paths, must see the caches as they are):
@@ -211,7 +190,7 @@ unsigned int slab_debug_flags(const char *name, unsigned int flags, bool bound)
 	if (bound)
 		d &= ~USLAB_POISON;
 	if (d && !__atomic_load_n(&slab_debug_on, __ATOMIC_RELAXED)) {
-		dl_iterate_phdr(find_lib, (void *)slab_debug_flags);
+		usl_code_range(&lib_start, &lib_end);
 		__atomic_store_n(&slab_debug_on, true, __ATOMIC_RELEASE);
 	}
 	return d;
@@ -423,29 +402,6 @@ static void track_set(const struct uslab_cache *c, void *obj, int which, const v
 }
 
 /*
- * @addr as "symbol+0xoff (file+0xoff)" as far as the dynamic symbols go
- * (a program linked with -rdynamic names its own functions; the file
- * offset is what addr2line -e file takes).
- */
-static const char *symbolise(const void *addr, char *buf, size_t len)
-{
-	uintptr_t a = (uintptr_t)addr;
-	Dl_info info;
-
-	/* (A return address: the call is the byte before it.) */
-	if (!dladdr((void *)(a - 1), &info) || !info.dli_fname)
-		snprintf(buf, len, "%p", addr);
-	else if (info.dli_sname)
-		snprintf(buf, len, "%p %s+0x%lx (%s+0x%lx)", addr, info.dli_sname,
-			 (unsigned long)(a - (uintptr_t)info.dli_saddr), info.dli_fname,
-			 (unsigned long)(a - (uintptr_t)info.dli_fbase));
-	else
-		snprintf(buf, len, "%p (%s+0x%lx)", addr, info.dli_fname,
-			 (unsigned long)(a - (uintptr_t)info.dli_fbase));
-	return buf;
-}
-
-/*
  * Whether return address @a is in an exported uslab_* function (dladdr),
  * remembered per thread: dladdr searches the symbol table, and the sites
  * of a program's bulk calls repeat (U with one frame, linked statically:
@@ -492,7 +448,7 @@ static void print_backtrace(void *const *addrs, unsigned int n)
 	char buf[320];
 
 	for (unsigned int i = first_caller(addrs, n), k = 0; i < n; i++, k++)
-		usl_report_line("    #%u %s", k, symbolise(addrs[i], buf, sizeof(buf)));
+		usl_report_line("    #%u %s", k, usl_symbolise(addrs[i], buf, sizeof(buf)));
 }
 
 /* @now: one time for the whole report, so the two ages compare. */
@@ -1047,8 +1003,8 @@ unsigned long slab_debug_list_live(struct uslab_cache *c, struct slab *s, unsign
 		else
 			usl_warn("cache %s: object %p still allocated, by thread %u at %s", c->name,
 				 obj, t->tid,
-				 symbolise(t->addrs[first_caller(t->addrs, t->depth)], buf,
-					   sizeof(buf)));
+				 usl_symbolise(t->addrs[first_caller(t->addrs, t->depth)], buf,
+					       sizeof(buf)));
 	}
 	return live;
 }
