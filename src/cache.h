@@ -260,11 +260,12 @@ NO_SANITIZE_ADDRESS static inline void obj_unmark(void *obj)
 /*
  * The same for an object that may not carry the key (one from a slab):
  * cleared only if it does, so an object no sheaf held is not written (the
- * index layouts hand objects out without writing them).
+ * index layouts hand objects out without writing them). NULL: nothing (a
+ * magazine two threads race on can hand out a slot never written).
  */
 NO_SANITIZE_ADDRESS static inline void obj_unmark_if(const struct uslab_cache *c, void *obj)
 {
-	if (__atomic_load_n((uintptr_t *)obj, __ATOMIC_RELAXED) == c->hot.free_key)
+	if (obj && __atomic_load_n((uintptr_t *)obj, __ATOMIC_RELAXED) == c->hot.free_key)
 		obj_unmark(obj);
 }
 

@@ -199,7 +199,8 @@ static void flush_bottom(struct uslab_magazine *m, unsigned int *k, size_t n)
 	/* Marked by the magazine's frees: the cache's bulk free checks and marks them again. */
 	if (m->uslab_priv_free_key)
 		for (size_t i = 0; i < n; i++)
-			obj_unmark(m->objs[i]);
+			if (m->objs[i]) /* (NULL only after two threads raced on it) */
+				obj_unmark(m->objs[i]);
 	uslab_cache_free_bulk(m->cache, n, m->objs); /* poisoned: they stay so */
 	memmove(m->objs, m->objs + n, (*k - n) * sizeof(void *));
 	*k -= (unsigned int)n;
