@@ -13,10 +13,10 @@
 /* uslab_priv_pcs_of(): a cache's first bytes are struct uslab_priv_cache. */
 _Static_assert(offsetof(struct uslab_cache, hot) == 0, "struct uslab_priv_cache leads the cache");
 _Static_assert(offsetof(struct uslab_priv_cache, pcs_off) == 0, "pcs_off: the first word");
-/* The sheaf's top, bottom and limit: the first bytes of a thread's pcs, on one line. */
+/* The sheaf's top, bottom and limit and the objgeo copy: a thread's pcs's first bytes, one line. */
 _Static_assert(offsetof(struct pcs, hot) == 0, "struct uslab_priv_pcs leads struct pcs");
-_Static_assert(sizeof(struct uslab_priv_pcs) + sizeof(void *) == CACHELINE,
-	       "the fast paths' fields and the main sheaf fill the first cache line of a pcs");
+_Static_assert(sizeof(struct uslab_priv_pcs) + sizeof(void *) <= CACHELINE,
+	       "the fast paths' fields and the main sheaf are on the first cache line of a pcs");
 /* uslab_priv_pcs_of_id() (kmalloc.h): a pcs is 2^USLAB_PRIV_PCS_SHIFT bytes. */
 _Static_assert(sizeof(struct pcs) == 1u << USLAB_PRIV_PCS_SHIFT, "pcs of an id");
 

@@ -252,7 +252,7 @@ size_t uslab_priv_alloc_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 			return 0;
 		}
 		if ((p = pcs_counters(c)))
-			count(&p->hot.alloc_bulk, &p->hot.alloc_bulk_objs, n);
+			count(&p->alloc_bulk, &p->alloc_bulk_objs, n);
 		objs_hand_out(c, objs, n);
 		return n;
 	}
@@ -280,7 +280,7 @@ size_t uslab_priv_alloc_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 	}
 	USLAB_ASSERT(k <= n);
 	USLAB_ASSERT_EXPENSIVE(all_of_cache(c, objs, n, false));
-	count(&p->hot.alloc_bulk, &p->hot.alloc_bulk_objs, n);
+	count(&p->alloc_bulk, &p->alloc_bulk_objs, n);
 	thread_unlock_self();
 	barn_kick(); /* a trade above may have grown the capacity */
 	objs_hand_out(c, objs, n);
@@ -314,7 +314,7 @@ static void free_to_cache(struct uslab_cache *c, size_t n, void **objs)
 		if (i < m)
 			cache_free_objects(c, objs + i, m - i, usl_opt.lookahead);
 		if ((p = pcs_counters(c)))
-			count(&p->hot.free_bulk, &p->hot.free_bulk_objs, n);
+			count(&p->free_bulk, &p->free_bulk_objs, n);
 		return;
 	}
 	if (!c->sheaf_capacity || c->debug || !(p = pcs_self(c))) {
@@ -332,7 +332,7 @@ static void free_to_cache(struct uslab_cache *c, size_t n, void **objs)
 	USLAB_ASSERT(i <= n);
 	if (i < n)
 		cache_free_objects(c, objs + i, n - i, usl_opt.lookahead);
-	count(&p->hot.free_bulk, &p->hot.free_bulk_objs, n);
+	count(&p->free_bulk, &p->free_bulk_objs, n);
 	thread_unlock_self();
 	barn_kick(); /* a trade above may have grown the capacity */
 }
@@ -423,7 +423,7 @@ size_t uslab_cache_alloc_bulk(struct uslab_cache *c, size_t n, void **objs)
 	if (n - 1 < (size_t)(p->hot.top - p->hot.bottom)) {
 		p->hot.top -= n;
 		copy_ptrs(objs, p->hot.top, n);
-		count(&p->hot.alloc_bulk, &p->hot.alloc_bulk_objs, n);
+		count(&p->alloc_bulk, &p->alloc_bulk_objs, n);
 		objs_hand_out(c, objs, n);
 		return n;
 	}
@@ -444,7 +444,7 @@ void uslab_cache_free_bulk(struct uslab_cache *c, size_t n, void **objs)
 			objs_poison(objs, n);
 			p->hot.top =
 				top + (unlikely(move_ptrs(top, objs, n)) ? squeeze(top, n) : n);
-			count(&p->hot.free_bulk, &p->hot.free_bulk_objs, n);
+			count(&p->free_bulk, &p->free_bulk_objs, n);
 			return;
 		}
 	}

@@ -81,6 +81,9 @@ static inline void pcs_check(const struct pcs *p)
 
 	if (p->main) {
 		USLAB_ASSERT(c && sheaf_ok(c, p->main));
+		USLAB_ASSERT(p->hot.span == uslab_priv_objgeo[c->id].span &&
+			     p->hot.recip == uslab_priv_objgeo[c->id].recip &&
+			     p->hot.free_key == uslab_priv_objgeo[c->id].free_key);
 		USLAB_ASSERT(p->hot.bottom == p->main->objs && p->hot.bottom <= p->hot.top);
 		USLAB_ASSERT(p->hot.top <= p->hot.limit &&
 			     p->hot.limit == p->main->objs + p->main->capacity);
@@ -96,8 +99,17 @@ static inline void pcs_check(const struct pcs *p)
 	}
 }
 
+/*
+ * Install @sh as main, and beside it the copy of the cache's objgeo entry
+ * (<uslab/priv.h>) the inline kfree reads while main is there.
+ */
 static void pcs_set_main(struct pcs *p, struct sheaf *sh)
 {
+	const struct uslab_priv_objgeo *g = &uslab_priv_objgeo[p->cache->id];
+
+	p->hot.recip = g->recip;
+	p->hot.span = g->span;
+	p->hot.free_key = g->free_key;
 	p->main = sh;
 	p->hot.bottom = sh->objs;
 	p->hot.top = sh->objs + sh->size;
@@ -598,10 +610,10 @@ void pcs_events_sum(const struct pcs *p, uint64_t *ev)
 
 	for (int i = 0; e && i < USLAB_STAT_NR_ITEMS; i++)
 		ev[i] += READ_ONCE(e->ev[i]);
-	ev[USLAB_STAT_ALLOC_BULK] += READ_ONCE(p->hot.alloc_bulk);
-	ev[USLAB_STAT_ALLOC_BULK_OBJS] += READ_ONCE(p->hot.alloc_bulk_objs);
-	ev[USLAB_STAT_FREE_BULK] += READ_ONCE(p->hot.free_bulk);
-	ev[USLAB_STAT_FREE_BULK_OBJS] += READ_ONCE(p->hot.free_bulk_objs);
+	ev[USLAB_STAT_ALLOC_BULK] += READ_ONCE(p->alloc_bulk);
+	ev[USLAB_STAT_ALLOC_BULK_OBJS] += READ_ONCE(p->alloc_bulk_objs);
+	ev[USLAB_STAT_FREE_BULK] += READ_ONCE(p->free_bulk);
+	ev[USLAB_STAT_FREE_BULK_OBJS] += READ_ONCE(p->free_bulk_objs);
 }
 
 /*
@@ -641,10 +653,10 @@ void pcs_drain(struct pcs *p)
 	e = p->events;
 	pcs_events_sum(p, ev);
 	cache_add_events(c, ev);
-	WRITE_ONCE(p->hot.alloc_bulk, 0);
-	WRITE_ONCE(p->hot.alloc_bulk_objs, 0);
-	WRITE_ONCE(p->hot.free_bulk, 0);
-	WRITE_ONCE(p->hot.free_bulk_objs, 0);
+	WRITE_ONCE(p->alloc_bulk, 0);
+	WRITE_ONCE(p->alloc_bulk_objs, 0);
+	WRITE_ONCE(p->free_bulk, 0);
+	WRITE_ONCE(p->free_bulk_objs, 0);
 	if (e) {
 		__atomic_store_n(&p->events, NULL, __ATOMIC_RELAXED);
 		cache_free_direct(events_cache, e);

@@ -266,7 +266,8 @@ USLAB_NO_ACCESS(1) void uslab_priv_kfree_miss(const void *obj)
 		const struct uslab_priv_objgeo *g = &uslab_priv_objgeo[id];
 		struct uslab_priv_pcpu *slots = uslab_priv_pcpu_of_id[id];
 
-		if (slots && !uslab_priv_pcs_of_id(id)->top && uslab_priv_at_object(a, d, g)) {
+		if (slots && !uslab_priv_pcs_of_id(id)->top &&
+		    uslab_priv_at_object(a, d, g->recip, g->span)) {
 			/* Marked before the push makes it another thread's to take. */
 			uslab_priv_free_mark((struct uslab_cache *)0, (void *)obj, g->free_key);
 			if (uslab_priv_pcpu_push(slots, uslab_priv_pcpu_nr, (void *)obj))
@@ -299,12 +300,13 @@ static inline __attribute__((always_inline)) void *uslab_kmalloc_inline(size_t s
 
 /*
  * The slab registry gives the object's slab descriptor and its cache id;
- * the descriptor and the id's struct uslab_priv_objgeo say whether the
+ * the descriptor and the thread's pcs of that id (its copy of the id's
+ * struct uslab_priv_objgeo, on the line of the sheaf top) say whether the
  * address is an object's start (a pointer inside an object goes to the
  * library, which reports it); the free key says whether it is free
  * already; then the sheaf push of uslab_cache_free(). About 26
- * instructions, three dependent loads (registry, descriptor, sheaf top or
- * geometry) before the stores. NULL, USLAB_ZERO_SIZE_PTR, foreign
+ * instructions, three dependent loads (registry, descriptor, the pcs line)
+ * before the stores. NULL, USLAB_ZERO_SIZE_PTR, foreign
  * addresses, large objects and caches without sheaves or without the key
  * (id 0, or span 0), free slabs and a full sheaf go to the library.
  */
@@ -316,13 +318,12 @@ USLAB_NO_ACCESS(1) void uslab_kfree_inline(const void *obj)
 	if (__builtin_expect(!(a >> USLAB_PRIV_VA_BITS), 1) &&
 	    (e = uslab_priv_slab_map[a >> USLAB_PRIV_ARENA_SHIFT]) != 0) {
 		const char *d = uslab_priv_slab_desc(a, e);
-		unsigned int id = uslab_priv_desc_id(d);
-		const struct uslab_priv_objgeo *g = &uslab_priv_objgeo[id];
-		struct uslab_priv_pcs *p = uslab_priv_pcs_of_id(id);
+		struct uslab_priv_pcs *p = uslab_priv_pcs_of_id(uslab_priv_desc_id(d));
 		void **top = p->top;
 
-		if (__builtin_expect(uslab_priv_at_object(a, d, g) && top != p->limit, 1)) {
-			uslab_priv_free_mark((struct uslab_cache *)0, (void *)obj, g->free_key);
+		if (__builtin_expect(
+			    uslab_priv_at_object(a, d, p->recip, p->span) && top != p->limit, 1)) {
+			uslab_priv_free_mark((struct uslab_cache *)0, (void *)obj, p->free_key);
 			*top = (void *)obj;
 			p->top = top + 1;
 			return;

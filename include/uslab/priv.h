@@ -200,17 +200,19 @@ static __attribute__((noinline, cold, unused)) size_t uslab_priv_squeeze(void **
 
 /*
  * The hot part of a thread's sheaves of one cache: objects are [bottom,
- * top), room up to limit; bulk calls that reach the library, counted by the
- * owner (read by uslab_cache_stats()). One cache line with the pointer
- * after it. The inline paths do not count: a counter there cost 20% at
- * n = 1 (bench_bulk test01).
+ * top), room up to limit; and, while the thread holds a main sheaf, a copy
+ * of the cache's struct uslab_priv_objgeo (below): the inline kfree's
+ * interior and double-free checks read it from the line they read top
+ * from, not from a line of their own behind the cache id. One cache line
+ * with the library's pointer to the main sheaf.
  */
 struct uslab_priv_pcs {
 	void **top;
 	void **bottom;
 	void **limit;
-	unsigned long alloc_bulk, alloc_bulk_objs;
-	unsigned long free_bulk, free_bulk_objs;
+	uint64_t recip;
+	uint64_t span;
+	uintptr_t free_key;
 };
 
 /*
@@ -255,8 +257,8 @@ struct uslab_priv_cache {
  * copy, free_key, is 0 where free objects are not uslab's to write: a
  * constructor or TYPESAFE_BY_RCU (the object keeps its state), pools and
  * external pools (the caller's), the debug tier (which checks more).
- * The inline kfree reads it from struct uslab_priv_objgeo, a magazine from
- * its own copy.
+ * The inline kfree reads it from the thread's pcs (its copy of struct
+ * uslab_priv_objgeo), a magazine from its own copy.
  */
 USLAB_API __attribute__((noreturn, cold))
 USLAB_NO_ACCESS(2) void uslab_priv_double_free(struct uslab_cache *c, const void *obj);
@@ -290,10 +292,12 @@ static inline __attribute__((always_inline)) void uslab_priv_free_unmark(void *o
  * sheaves), for the interior-pointer check of the inline kfree: recip is
  * 2^64 / size rounded up, span the bytes from a slab's first object to the
  * end of its last (0: the cache's objects are not to be marked, the check
- * always fails and the library frees them), and the cache's free key, one
- * line with them. An address @off bytes from its
- * slab's first object is an object's start iff off < span and off * recip
- * (mod 2^64) < recip (Lemire, Kaser and Kurz: divisibility by a multiply).
+ * always fails and the library frees them), and the cache's free key. The
+ * inline kfree reads the copy a thread's pcs holds beside its sheaf top
+ * (struct uslab_priv_pcs), the per-CPU miss path this table. An address
+ * @off bytes from its slab's first object is an object's start iff off <
+ * span and off * recip (mod 2^64) < recip (Lemire, Kaser and Kurz:
+ * divisibility by a multiply).
  */
 struct uslab_priv_objgeo {
 	uint64_t recip;
@@ -475,15 +479,16 @@ static inline __attribute__((always_inline)) const char *uslab_priv_slab_desc(un
 
 /*
  * uslab_priv_at_object - whether @a, in the slab with descriptor @d, is the
- * start of an object of the cache whose struct uslab_priv_objgeo is @g
- * (one with sheaves and the free key): a load, a multiply, two compares.
+ * start of an object of a cache with sheaves and the free key whose
+ * struct uslab_priv_objgeo has @recip and @span (span 0: never): a load, a
+ * multiply, two compares.
  */
 static inline __attribute__((always_inline)) int
-uslab_priv_at_object(unsigned long a, const char *d, const struct uslab_priv_objgeo *g)
+uslab_priv_at_object(unsigned long a, const char *d, uint64_t recip, uint64_t span)
 {
 	uint64_t off = a + *(const unsigned long *)(const void *)(d + USLAB_PRIV_SLAB_FIRST);
 
-	return off < g->span && off * g->recip < g->recip;
+	return off < span && off * recip < recip;
 }
 
 /* The cache id in slab descriptor @d. */
