@@ -91,6 +91,7 @@ static inline void pcs_check(const struct pcs *p)
 			objs_of_cache(c, p->hot.bottom, (size_t)(p->hot.top - p->hot.bottom)));
 	} else {
 		USLAB_ASSERT(!p->hot.top && !p->hot.bottom && !p->hot.limit && !p->spare);
+		USLAB_ASSERT(!p->hot.recip && !p->hot.span && !p->hot.free_key);
 	}
 	if (p->spare) {
 		USLAB_ASSERT(p->spare->size <= p->spare->capacity);
@@ -124,6 +125,8 @@ static struct sheaf *pcs_detach_main(struct pcs *p)
 		sh->size = (uint32_t)(p->hot.top - p->hot.bottom);
 	p->main = NULL;
 	p->hot.top = p->hot.bottom = p->hot.limit = NULL;
+	/* (A drained entry is all zeros: thread_install() asserts it.) */
+	p->hot.recip = p->hot.span = p->hot.free_key = 0;
 	return sh;
 }
 
