@@ -396,7 +396,7 @@ void uslab_priv_kfree_slow(const void *p)
 		pcs_debug_free(s->cache, (void *)p, __builtin_return_address(0));
 		return;
 	}
-	if (s && percpu_slots(s->cache) && pcs_at_object(s->cache, s, p)) {
+	if (s && percpu_slots(s->cache) && slab_at_object(&s->cache->geo, s, p)) {
 		/* A per-CPU class: as uslab_kfree(), the slab's own cache needs no check. */
 		pcs_push(s->cache, (void *)p);
 		return;
@@ -417,7 +417,7 @@ void uslab_kfree(const void *p)
 		struct uslab_cache *c = __atomic_load_n(&s->cache, __ATOMIC_ACQUIRE);
 
 		/* Its cache is the slab's; a pointer inside an object: the slow path reports. */
-		if (likely(c && !(c->flags & CACHE_LARGE) && pcs_at_object(c, s, p))) {
+		if (likely(c && !(c->flags & CACHE_LARGE) && slab_at_object(&c->geo, s, p))) {
 			pcs_push(c, (void *)p);
 			return;
 		}

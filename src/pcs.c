@@ -740,18 +740,6 @@ void *uslab_cache_alloc(struct uslab_cache *c)
 }
 
 /*
- * pcs_at_object - whether @obj, in the slab whose descriptor (head or tail)
- * is @s, of @c, is an object's start: the inline kfree's check
- * (uslab_priv_at_object) with the cache's own geometry.
- */
-bool pcs_at_object(const struct uslab_cache *c, const struct slab *s, const void *obj)
-{
-	uint64_t off = (uintptr_t)obj + s->first_neg;
-
-	return off < (uint64_t)c->objects * c->size && off * c->recip < c->recip;
-}
-
-/*
  * pcs_push - the push of the library's frees (uslab_cache_free, and
  * uslab_kfree once it found the cache): SLUB's naive double-free check,
  * then onto main, or the slow path when main is full.
@@ -810,7 +798,7 @@ void uslab_cache_free(struct uslab_cache *c, void *obj)
 	/* (a multi-page slab's tail names the cache and the first object too) */
 	s = slab_desc(a, e);
 	/* Of @c, at an object's start (a pointer inside one: reported by the slow path). */
-	if (unlikely(READ_ONCE(s->cache) != c || !pcs_at_object(c, s, obj)))
+	if (unlikely(READ_ONCE(s->cache) != c || !slab_at_object(&c->geo, s, obj)))
 		goto slow;
 	pcs_push(c, obj);
 	return;

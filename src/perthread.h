@@ -137,7 +137,6 @@ INTERNAL void pcs_drain(struct pcs *p);
 INTERNAL void pcs_flush_self(struct uslab_cache *c);
 INTERNAL struct percpu_slot *pcs_percpu(struct uslab_cache *c);
 INTERNAL struct pcs *pcs_counters(struct uslab_cache *c);
-INTERNAL bool pcs_at_object(const struct uslab_cache *c, const struct slab *s, const void *obj);
 INTERNAL void pcs_push(struct uslab_cache *c, void *obj);
 INTERNAL void *pcs_debug_alloc(struct uslab_cache *c, const void *site);
 INTERNAL void pcs_debug_free(struct uslab_cache *c, void *obj, const void *site);

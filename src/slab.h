@@ -50,6 +50,20 @@ struct slab_geometry {
 	SLAB_GEOMETRY_MEMBERS
 };
 
+/*
+ * slab_at_object - whether @p, in the slab whose descriptor (head or tail)
+ * is @s, of a cache with geometry @g (not a large object's), is an
+ * object's start: the inline kfree's test (uslab_priv_at_object), a
+ * multiply where slab_object_at() divides.
+ */
+static inline bool slab_at_object(const struct slab_geometry *g, const struct slab *s,
+				  const void *p)
+{
+	uint64_t off = (uintptr_t)p + s->first_neg;
+
+	return off < (uint64_t)g->objects * g->size && off * g->recip < g->recip;
+}
+
 /* OFFSLAB index arrays come in blocks of 16 << i bytes, up to 4 KiB (larger: refused). */
 #define OFFSLAB_MIN_BYTES 16u
 #define OFFSLAB_MAX_BYTES 4096u

@@ -666,6 +666,40 @@ static bool report_state(const struct uslab_cache *c, const void *obj, const cha
 	return report_key(c, obj, what, "%s%s%s", call, *call ? ": " : "", what);
 }
 
+/* The report of report_state(), with the object's history: out of the checks' way. */
+static __attribute__((noinline, cold)) void report_bad_state(const struct uslab_cache *c,
+							     const void *obj, uint32_t st)
+{
+	report_object(c, obj, report_state(c, obj, "", st));
+}
+
+/*
+ * The byte checks and marks of Z, P and U, out of line: a cache in F alone
+ * takes none of them, and its checks then need no call (alloc_one and
+ * free_one are about a third cheaper without the registers the calls kept).
+ */
+static __attribute__((noinline)) void alloc_check_bytes(const struct uslab_cache *c, char *obj)
+{
+	check_red_zones(c, obj, RZ_INACTIVE, " while the object was free");
+	check_poison(c, obj);
+}
+
+static __attribute__((noinline)) void alloc_mark(const struct uslab_cache *c, char *obj,
+						 const void *site)
+{
+	set_red_zones(c, obj, RZ_ACTIVE);
+	track_set(c, obj, 0, site);
+}
+
+static __attribute__((noinline)) void free_check_mark(const struct uslab_cache *c, char *obj,
+						      const void *site)
+{
+	check_red_zones(c, obj, RZ_ACTIVE, "");
+	track_set(c, obj, 1, site);
+	set_red_zones(c, obj, RZ_INACTIVE);
+	poison(c, obj);
+}
+
 /*
  * slab_debug_alloc_one - check and mark @obj of @c as it is handed out to
  * the call at @site (NULL: found by unwinding): it was free, its red zones
@@ -674,7 +708,8 @@ static bool report_state(const struct uslab_cache *c, const void *obj, const cha
  * its sheaf, or under the node lock); validate skips it while it is
  * OBJ_BUSY.
  */
-static void alloc_one(struct uslab_cache *c, void *p, const void *site)
+static inline __attribute__((always_inline)) void alloc_one(struct uslab_cache *c, void *p,
+							    const void *site)
 {
 	char *obj = p;
 	struct obj_debug *d = dbg(c, obj);
@@ -690,16 +725,14 @@ static void alloc_one(struct uslab_cache *c, void *p, const void *site)
 	 */
 	__atomic_store_n(&d->state, OBJ_BUSY, __ATOMIC_RELAXED);
 	__asm__ volatile("" ::: "memory");
-	if (likely(st == OBJ_FREE)) {
-		check_red_zones(c, obj, RZ_INACTIVE, " while the object was free");
-		check_poison(c, obj);
-	} else {
+	if (unlikely(st != OBJ_FREE))
 		/* The freelist or sheaf named an object that is not free: corrupted. */
-		report_object(c, obj, report_state(c, obj, "", st));
-	}
+		report_bad_state(c, obj, st);
+	else if (c->debug & (USLAB_RED_ZONE | USLAB_POISON))
+		alloc_check_bytes(c, obj);
 	d->orig_size = c->object_size;
-	set_red_zones(c, obj, RZ_ACTIVE);
-	track_set(c, obj, 0, site);
+	if (c->debug & (USLAB_RED_ZONE | USLAB_STORE_USER))
+		alloc_mark(c, obj, site);
 	__atomic_store_n(&d->state, OBJ_ALLOC, __ATOMIC_RELEASE);
 	/* Undefined bytes, unless a constructor set them. */
 	MEMCHECK(VALGRIND_MALLOCLIKE_BLOCK(obj, c->object_size, 0, c->ctor != NULL));
@@ -776,9 +809,25 @@ static inline char *check_pointer(struct uslab_cache *c, void *p, const char *ca
 	struct slab *s = os_slab_lookup(p);
 
 	if (likely(s) && likely(__atomic_load_n(&s->cache, __ATOMIC_ACQUIRE) == c) &&
-	    likely(!(c->flags & CACHE_LARGE)) && likely(slab_object_at(s, p) == p))
+	    likely(!(c->flags & CACHE_LARGE)) && likely(slab_at_object(&c->geo, s, p)))
 		return p;
 	return pointer_bad(c, p, call);
+}
+
+/*
+ * A free that found @obj of @c in state @st, not OBJ_ALLOC: reported. Return:
+ * whether to free it all the same (its state was overwritten: it was the
+ * caller's), then OBJ_BUSY.
+ */
+static __attribute__((noinline, cold)) bool free_bad_state(struct uslab_cache *c, char *obj,
+							   struct obj_debug *d, uint32_t st)
+{
+	bool lost = st != OBJ_FREE && st != OBJ_RCU && st != OBJ_BUSY;
+
+	if (st == OBJ_FREE)
+		VALGRIND_FREELIKE_BLOCK(obj, 0); /* memcheck: "Invalid free()", with its stacks */
+	report_bad_state(c, obj, st);
+	return lost && state_move(d, &st, OBJ_BUSY);
 }
 
 /*
@@ -793,7 +842,8 @@ static inline char *check_pointer(struct uslab_cache *c, void *p, const char *ca
  * @site: the call's return address (NULL: found by unwinding), for U.
  * Return: true to free it; false when it must not be (reported).
  */
-static bool free_one(struct uslab_cache *c, void *p, const void *site)
+static inline __attribute__((always_inline)) bool free_one(struct uslab_cache *c, void *p,
+							   const void *site)
 {
 	struct obj_debug *d;
 	char *obj;
@@ -806,20 +856,10 @@ static bool free_one(struct uslab_cache *c, void *p, const void *site)
 		return false;
 	d = dbg(c, obj);
 	/* Two frees racing: one moves it to OBJ_BUSY, the other is reported. */
-	if (unlikely(!state_move(d, &st, OBJ_BUSY))) {
-		bool lost = st != OBJ_FREE && st != OBJ_RCU && st != OBJ_BUSY;
-
-		if (st == OBJ_FREE)
-			VALGRIND_FREELIKE_BLOCK(
-				obj, 0); /* memcheck: "Invalid free()", with its stacks */
-		report_object(c, obj, report_state(c, obj, "", st));
-		if (!lost || !state_move(d, &st, OBJ_BUSY))
-			return false;
-	}
-	check_red_zones(c, obj, RZ_ACTIVE, "");
-	track_set(c, obj, 1, site);
-	set_red_zones(c, obj, RZ_INACTIVE);
-	poison(c, obj);
+	if (unlikely(!state_move(d, &st, OBJ_BUSY)) && !free_bad_state(c, obj, d, st))
+		return false;
+	if (c->debug & (USLAB_RED_ZONE | USLAB_STORE_USER | USLAB_POISON))
+		free_check_mark(c, obj, site);
 	__atomic_store_n(&d->state, OBJ_FREE, __ATOMIC_RELEASE);
 	MEMCHECK(VALGRIND_FREELIKE_BLOCK(obj, 0));
 	return true;
