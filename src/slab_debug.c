@@ -677,7 +677,12 @@ static __attribute__((noinline, cold)) void report_bad_state(const struct uslab_
  * The byte checks and marks of Z, P and U, out of line: a cache in F alone
  * takes none of them, and its checks then need no call (alloc_one and
  * free_one are about a third cheaper without the registers the calls kept).
+ * Each is called when the cache has one of the flags its body acts on.
  */
+#define ALLOC_CHECK_FLAGS (USLAB_RED_ZONE | USLAB_POISON)
+#define ALLOC_MARK_FLAGS (USLAB_RED_ZONE | USLAB_STORE_USER)
+#define FREE_CHECK_MARK_FLAGS (USLAB_RED_ZONE | USLAB_STORE_USER | USLAB_POISON)
+
 static __attribute__((noinline)) void alloc_check_bytes(const struct uslab_cache *c, char *obj)
 {
 	check_red_zones(c, obj, RZ_INACTIVE, " while the object was free");
@@ -728,10 +733,10 @@ static inline __attribute__((always_inline)) void alloc_one(struct uslab_cache *
 	if (unlikely(st != OBJ_FREE))
 		/* The freelist or sheaf named an object that is not free: corrupted. */
 		report_bad_state(c, obj, st);
-	else if (c->debug & (USLAB_RED_ZONE | USLAB_POISON))
+	else if (c->debug & ALLOC_CHECK_FLAGS)
 		alloc_check_bytes(c, obj);
 	d->orig_size = c->object_size;
-	if (c->debug & (USLAB_RED_ZONE | USLAB_STORE_USER))
+	if (c->debug & ALLOC_MARK_FLAGS)
 		alloc_mark(c, obj, site);
 	__atomic_store_n(&d->state, OBJ_ALLOC, __ATOMIC_RELEASE);
 	/* Undefined bytes, unless a constructor set them. */
@@ -858,7 +863,7 @@ static inline __attribute__((always_inline)) bool free_one(struct uslab_cache *c
 	/* Two frees racing: one moves it to OBJ_BUSY, the other is reported. */
 	if (unlikely(!state_move(d, &st, OBJ_BUSY)) && !free_bad_state(c, obj, d, st))
 		return false;
-	if (c->debug & (USLAB_RED_ZONE | USLAB_STORE_USER | USLAB_POISON))
+	if (c->debug & FREE_CHECK_MARK_FLAGS)
 		free_check_mark(c, obj, site);
 	__atomic_store_n(&d->state, OBJ_FREE, __ATOMIC_RELEASE);
 	MEMCHECK(VALGRIND_FREELIKE_BLOCK(obj, 0));
