@@ -20,7 +20,9 @@
  *
  * Exit status: 0, or 1 with a one-line message (no such process, it does
  * not export, its file cannot be read or is of another EXPORT_VERSION),
- * 2 for a usage error.
+ * 2 for a usage error. -w runs until the process exits, then prints
+ * "uslab-stat: process PID exited" under its last frame and exits 0 (1 if
+ * it never showed a frame).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -44,12 +46,15 @@ struct snap {
 };
 
 static const char *prog = "uslab-stat";
+static bool quiet; /* fail() prints nothing (watch(): the process may have exited) */
 
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int fail(const char *fmt, ...)
 {
 	va_list ap;
 
+	if (quiet)
+		return 1;
 	fprintf(stderr, "%s: ", prog);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
@@ -289,10 +294,37 @@ static void print_json(FILE *f, const struct snap *s)
 	fputs("\n]}\n", f);
 }
 
-/* -w: one frame, written at once, each line cleared to its end (no flicker). */
+/*
+ * Whether the process @pid, started at @start (/proc/PID/stat), has exited:
+ * gone, a zombie not yet reaped (its snapshot removed at exit, or left by
+ * a kill), or its pid taken by another process.
+ */
+static bool exited(int pid, uint64_t start)
+{
+	char path[64], buf[1024], *p, state = 0;
+	FILE *f;
+
+	if (export_starttime(pid) != start)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return true;
+	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) && p[1] == ' ')
+		state = p[2];
+	fclose(f);
+	return state == 'Z' || state == 'X';
+}
+
+/*
+ * -w: one frame, written at once, each line cleared to its end (no
+ * flicker). After the first frame, a snapshot that cannot be read because
+ * the process exited ends the watch with status 0.
+ */
 static int watch(int pid, double seconds)
 {
 	struct timespec ts = { (time_t)seconds, (long)((seconds - (time_t)seconds) * 1e9) };
+	uint64_t start = 0; /* the watched process's start time, once a frame was shown */
 
 	for (;;) {
 		struct snap s;
@@ -300,9 +332,20 @@ static int watch(int pid, double seconds)
 		size_t len = 0;
 		FILE *f;
 		time_t now = time(NULL);
+		int err;
 
-		if (snap_read(pid, &s))
+		quiet = start != 0;
+		err = snap_read(pid, &s);
+		quiet = false;
+		if (err && start && exited(pid, start)) {
+			printf("%s: process %d exited\n", prog, pid);
+			return 0;
+		}
+		if (err && start)
+			err = snap_read(pid, &s); /* again, to say why */
+		if (err)
 			return 1;
+		start = s.h.starttime;
 		qsort(s.rows, s.h.nrows, sizeof(*s.rows), cmp_rows);
 		f = open_memstream(&buf, &len);
 		if (!f)

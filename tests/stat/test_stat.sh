@@ -221,11 +221,42 @@ grep -q "^uslab: statistics of pid [0-9]* (stat_child) at exit" "$dir/exit" ||
 	fail "USLAB_STATS=exit: no header: $(cat "$dir/exit")"
 grep -q "^stat_exit " "$dir/exit" || fail "USLAB_STATS=exit: no stat_exit row: $(cat "$dir/exit")"
 
+# -w while the process exits (issue 35 item 8): its last frame, then "process PID exited" and
+# status 0, whether the process ended normally (its file removed at exit) or was killed (its file
+# left behind), seen as a zombie or after it was reaped.
+watch_exit() { # $1: the child's pid, $2: how it ends; the watcher's output in $dir/watch_exit
+	# (without the children's stdin pipes, which would keep them alive)
+	timeout 20 "$stat" -w 0.1 "$1" 3>&- 4>&- > "$dir/watch_exit" 2>&1 &
+	watcher=$!
+	sleep 0.5
+	eval "$2"
+	sleep 0.5 # (the watcher sees a zombie)
+	wait "$1"
+	child_rc=$?
+	wait "$watcher"
+	rc=$?
+	# (the last line, after the frame's clear-to-end escape)
+	[ $rc -eq 0 ] && tail -1 "$dir/watch_exit" | grep -q "^$(printf '\033')\[Juslab-stat: process $1 exited$" &&
+		grep -q "slabinfo - version" "$dir/watch_exit" ||
+		fail "-w when the process exits ($2): status $rc: $(tail -3 "$dir/watch_exit")"
+}
+mkfifo "$dir/in2"
+USLAB_STATS=1 USLAB_STATS_MS=20 "$child" < "$dir/in2" > "$dir/out2" &
+pid2=$!
+exec 4> "$dir/in2"
+for i in $(seq 100); do grep -q ready "$dir/out2" 2>/dev/null && break; sleep 0.1; done
+grep -q ready "$dir/out2" || fail "the second child did not start"
+watch_exit "$pid2" "kill -KILL $pid2"
+exec 4>&-
+rm -f "$udir/uslab-stat.$pid2" # (left by the killed child)
+[ "$child_rc" -eq 137 ] || fail "the killed child: status $child_rc"
+
 # At exit the file is gone.
-exec 3>&-
-wait "$pid" || fail "the child failed"
+watch_exit "$pid" "exec 3>&-"
+[ "$child_rc" -eq 0 ] || fail "the child failed"
 [ ! -e "$udir/uslab-stat.$pid" ] || fail "the file is left after exit"
 rm -rf "$dir"
-echo "ok test_stat: slabinfo, json, events, heap (retained, then trimmed), options, list, -w," \
+echo "ok test_stat: slabinfo, json, events, heap (retained, then trimmed), options, list, -w" \
+	"(to the process's exit or kill)," \
 	"errors, forged files, another snapshot version, a FIFO," \
 	"escaped names, directories others can write, a full file system, the exit table"
