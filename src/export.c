@@ -16,8 +16,8 @@
  * tell it from a live one by the pid's start time (export.h).
  *
  * Layer: above kmalloc.c (it reads every layer's counters through
- * lifecycle.c, cache.c, thread.c and rcu.c's public calls, and os.c's
- * os_heap_stats()).
+ * lifecycle.c, cache.c, thread.c and rcu.c's public calls, and
+ * lifecycle_heap_stats()).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -107,7 +107,7 @@ static void refresh(void)
 	map->nrows = gather(rows, EXPORT_MAX_ROWS);
 	if (!uslab_rcu_stats(&rcu))
 		map->rcu = rcu;
-	os_heap_stats(&heap);
+	lifecycle_heap_stats(&heap);
 	map->heap = heap;
 	map->updated_ns = ns_of(CLOCK_REALTIME);
 	map->refreshes++;

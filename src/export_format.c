@@ -125,6 +125,8 @@ void export_print_heap(FILE *f, const struct uslab_heap_stats *h)
 		FIG(grown_in_place, false, "large objects grown in the heap, since start-up"),
 		FIG(arenas, false, "64 MiB arenas mapped"),
 		FIG(huge_objects, false, "objects in mappings of their own"),
+		FIG(huge_bytes, true, "their bytes (part of used_bytes)"),
+		FIG(object_bytes, true, "objects handed out (sheaves', large, huge included)"),
 #undef FIG
 	};
 	double per_gib = export_madvise_per_gib(h);

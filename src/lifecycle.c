@@ -205,11 +205,30 @@ size_t uslab_trim(void)
 	return os_purge();
 }
 
+/* One cache's objects handed out, in bytes (cache_for_each's callback: caches_lock held). */
+static void object_bytes_one(struct uslab_cache *c, void *arg)
+{
+	struct uslab_cache_stats st;
+	uint64_t single = cache_node_stats(c, &st);
+
+	*(uint64_t *)arg += c->flags & CACHE_LARGE ? single : (uint64_t)st.active_objs * c->size;
+}
+
+/* uslab_heap_stats(): the page heap's figures and the bytes of the objects handed out (export.c too). */
+void lifecycle_heap_stats(struct uslab_heap_stats *st)
+{
+	uint64_t objects = 0;
+
+	cache_for_each(object_bytes_one, &objects);
+	os_heap_stats(st);
+	st->object_bytes = objects;
+}
+
 int uslab_heap_stats(struct uslab_heap_stats *st)
 {
 	if (!st)
 		return -EINVAL;
-	os_heap_stats(st);
+	lifecycle_heap_stats(st);
 	return 0;
 }
 

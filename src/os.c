@@ -187,6 +187,7 @@ static uintptr_t mmap_hint; /* where the next arena would follow the last (racy 
 static struct {
 	size_t narenas, nhuge;
 	size_t mapped, used, retained; /* bytes */
+	size_t huge;		       /* bytes of huge objects (part of @used) */
 	uint64_t purged, madvise_calls, munmap_calls, mremap_calls, grown_in_place;
 	uint64_t taken;	     /* pages handed out, ever (the decay's demand) */
 	uint64_t taken_tick; /* @taken at the decay's last tick */
@@ -861,6 +862,7 @@ static struct slab *huge_alloc(size_t bytes)
 	H.nhuge++;
 	H.mapped += size;
 	H.used += bytes;
+	H.huge += bytes;
 	map_set(a, a->base, a->size, a);
 	ulock_unlock(&os_lock);
 	return s;
@@ -1129,6 +1131,7 @@ static void huge_free(struct slab *s)
 	H.nhuge--;
 	H.mapped -= a->size;
 	H.used -= s->large_size;
+	H.huge -= s->large_size;
 	a->used = s->large_size >> PAGE_SHIFT; /* (what arenas_unmap counts as given back) */
 	map_set(a, a->base, a->size, NULL);
 	a->next = NULL;
@@ -1204,6 +1207,7 @@ static bool huge_resize(struct slab *s, size_t bytes)
 		a->size = size;
 		H.mapped -= old - size;
 		H.used += bytes - s->large_size;
+		H.huge += bytes - s->large_size;
 		H.munmap_calls++;
 		H.purged += s->large_size > size ? s->large_size - size : 0;
 		ulock_unlock(&os_lock);
@@ -1232,11 +1236,13 @@ static bool huge_resize(struct slab *s, size_t bytes)
 		H.mapped += size - old;
 		H.mremap_calls++;
 		H.used += bytes - s->large_size;
+		H.huge += bytes - s->large_size;
 		ulock_unlock(&os_lock);
 		return true;
 	}
 	ulock_lock(&os_lock);
 	H.used += bytes - s->large_size;
+	H.huge += bytes - s->large_size;
 	ulock_unlock(&os_lock);
 	return true;
 }
@@ -1404,6 +1410,7 @@ void os_heap_stats(struct uslab_heap_stats *st)
 	st->grown_in_place = H.grown_in_place;
 	st->arenas = H.narenas;
 	st->huge_objects = H.nhuge;
+	st->huge_bytes = H.huge;
 	ulock_unlock(&os_lock);
 }
 

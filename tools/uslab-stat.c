@@ -260,11 +260,12 @@ static void print_json(FILE *f, const struct snap *s)
 		", \"retained_bytes\": %" PRIu64 ", \"purged_bytes\": %" PRIu64
 		", \"madvise_calls\": %" PRIu64 ", \"munmap_calls\": %" PRIu64
 		", \"mremap_calls\": %" PRIu64 ", \"grown_in_place\": %" PRIu64
-		", \"arenas\": %" PRIu64 ", \"huge_objects\": %" PRIu64 "},\n \"caches\": [",
+		", \"arenas\": %" PRIu64 ", \"huge_objects\": %" PRIu64 ", \"huge_bytes\": %" PRIu64
+		", \"object_bytes\": %" PRIu64 "},\n \"caches\": [",
 		s->h.heap.mapped_bytes, s->h.heap.used_bytes, s->h.heap.retained_bytes,
 		s->h.heap.purged_bytes, s->h.heap.madvise_calls, s->h.heap.munmap_calls,
 		s->h.heap.mremap_calls, s->h.heap.grown_in_place, s->h.heap.arenas,
-		s->h.heap.huge_objects);
+		s->h.heap.huge_objects, s->h.heap.huge_bytes, s->h.heap.object_bytes);
 	for (uint32_t i = 0; i < s->h.nrows; i++) {
 		const struct export_row *r = &s->rows[i];
 

@@ -134,6 +134,16 @@ struct uslab_cache_stats {
  *                  after them.
  * @arenas:         heap arenas mapped now.
  * @huge_objects:   objects above 32 MiB (own mappings) now.
+ * @huge_bytes:     the usable bytes of those objects (part of @used_bytes).
+ * @object_bytes:   bytes of the objects handed out now: each cache's
+ *                  active objects (those resting in threads' sheaves, the
+ *                  barns and pools included, as /proc/slabinfo counts them)
+ *                  times its object stride, plus large and huge objects'
+ *                  usable bytes. The rest of @used_bytes is free slots in
+ *                  slabs and the slabs' own bookkeeping. Objects the
+ *                  sampling guard holds in its own pages are not counted.
+ *                  Summed cache by cache, a moment before the page heap's
+ *                  figures are read: not one atomic snapshot.
  */
 struct uslab_heap_stats {
 	uint64_t mapped_bytes;
@@ -146,7 +156,9 @@ struct uslab_heap_stats {
 	uint64_t grown_in_place;
 	uint64_t arenas;
 	uint64_t huge_objects;
-	uint64_t reserved[6];
+	uint64_t huge_bytes;
+	uint64_t object_bytes;
+	uint64_t reserved[4];
 };
 
 #ifdef __cplusplus

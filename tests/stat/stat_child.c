@@ -61,12 +61,13 @@ static void print_heap(const char *what)
 		exit(1);
 	printf("%s mapped_bytes=%llu used_bytes=%llu retained_bytes=%llu purged_bytes=%llu "
 	       "madvise_calls=%llu munmap_calls=%llu mremap_calls=%llu grown_in_place=%llu "
-	       "arenas=%llu huge_objects=%llu\n",
+	       "arenas=%llu huge_objects=%llu huge_bytes=%llu object_bytes=%llu\n",
 	       what, (unsigned long long)h.mapped_bytes, (unsigned long long)h.used_bytes,
 	       (unsigned long long)h.retained_bytes, (unsigned long long)h.purged_bytes,
 	       (unsigned long long)h.madvise_calls, (unsigned long long)h.munmap_calls,
 	       (unsigned long long)h.mremap_calls, (unsigned long long)h.grown_in_place,
-	       (unsigned long long)h.arenas, (unsigned long long)h.huge_objects);
+	       (unsigned long long)h.arenas, (unsigned long long)h.huge_objects,
+	       (unsigned long long)h.huge_bytes, (unsigned long long)h.object_bytes);
 	fflush(stdout);
 }
 

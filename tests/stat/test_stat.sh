@@ -76,13 +76,18 @@ PY
 heapv() { awk -v k="$1" '$1 == k { print $2 }' "$2"; }
 "$stat" --heap "$pid" > "$dir/heap" || fail "--heap failed"
 for k in mapped_bytes used_bytes retained_bytes purged_bytes madvise_calls munmap_calls mremap_calls \
-	grown_in_place arenas huge_objects madvise_per_gib_purged; do
+	grown_in_place arenas huge_objects huge_bytes object_bytes madvise_per_gib_purged; do
 	[ -n "$(heapv $k "$dir/heap")" ] || fail "--heap: no $k: $(cat "$dir/heap")"
 done
 [ "$(heapv retained_bytes "$dir/heap")" -ge "$large_freed" ] ||
 	fail "--heap: less retained than the $large_freed bytes freed: $(cat "$dir/heap")"
 [ "$(heapv huge_objects "$dir/heap")" -eq 1 ] || fail "--heap: not one huge object: $(cat "$dir/heap")"
 [ "$(heapv mapped_bytes "$dir/heap")" -ge $((64 << 20)) ] || fail "--heap: mapped: $(cat "$dir/heap")"
+# The huge object's bytes (above 32 MiB), and the objects handed out: it and stat_a's 200-byte ones at least.
+[ "$(heapv huge_bytes "$dir/heap")" -gt $((32 << 20)) ] || fail "--heap: huge_bytes: $(cat "$dir/heap")"
+[ "$(heapv object_bytes "$dir/heap")" -ge $(($(heapv huge_bytes "$dir/heap") + want_a * 200)) ] &&
+	[ "$(heapv object_bytes "$dir/heap")" -le "$(heapv used_bytes "$dir/heap")" ] ||
+	fail "--heap: object_bytes: $(cat "$dir/heap")"
 
 "$stat" --events "$pid" | grep -q "^stat_a " || fail "--events has no stat_a row"
 # --sheaves: capacity now, min, max of each cache with sheaves (stat_a adapts: 126..1022 at most).
