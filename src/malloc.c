@@ -11,8 +11,14 @@
  * uslab API itself or not. glibc documents which functions a replacement
  * must provide ("Replacing malloc"): malloc, free, calloc, realloc, and
  * aligned_alloc, malloc_usable_size, memalign, posix_memalign, pvalloc,
- * valloc; reallocarray and malloc_trim (uslab_trim) are here too. C++ new
- * and delete reach malloc and free through libstdc++.
+ * valloc; reallocarray, malloc_trim (uslab_trim) and mallinfo2 and
+ * mallinfo (uslab_heap_stats) are here too. C++ new and delete reach
+ * malloc and free through libstdc++.
+ *
+ * Alignments as the glibc it replaces: memalign takes any alignment (not a
+ * power of two: rounded up to one; above SIZE_MAX / 2 + 1: EINVAL), and so
+ * does aligned_alloc before glibc 2.38 (an alias of memalign there); from
+ * 2.38 aligned_alloc refuses 0 and non-powers of two with EINVAL (C17).
  *
  * Sizes: a request of n bytes takes the kmalloc class of n rounded up to
  * 16, so every object of 16 bytes or more is 16-byte aligned as glibc's
@@ -26,9 +32,14 @@
  * of the functions it defines (malloc + memset into calloc, say).
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 #include <uslab.h>
+#ifdef __GLIBC__
+#include <gnu/libc-version.h>
+#endif
 
 #define EXPORT __attribute__((visibility("default")))
 #define likely(x) __builtin_expect(!!(x), 1)
@@ -49,6 +60,17 @@ EXPORT void *valloc(size_t size);
 EXPORT void *pvalloc(size_t size);
 EXPORT size_t malloc_usable_size(void *p);
 EXPORT int malloc_trim(size_t pad);
+
+/* <malloc.h>'s, field for field (glibc 2.33 and later; mallinfo: every version). */
+struct mallinfo2 {
+	size_t arena, ordblks, smblks, hblks, hblkhd, usmblks, fsmblks, uordblks, fordblks,
+		keepcost;
+};
+struct mallinfo {
+	int arena, ordblks, smblks, hblks, hblkhd, usmblks, fsmblks, uordblks, fordblks, keepcost;
+};
+EXPORT struct mallinfo2 mallinfo2(void);
+EXPORT struct mallinfo mallinfo(void);
 
 /* A request beyond the classes, or 0 bytes. */
 static __attribute__((noinline)) void *malloc_slow(size_t size)
@@ -141,11 +163,40 @@ int posix_memalign(void **res, size_t align, size_t size)
 	return 0;
 }
 
+/* Whether the C library refuses aligned_alloc's invalid alignments (glibc 2.38 and later, C17). */
+static bool aligned_alloc_strict(void)
+{
+	static int strict = -1; /* not known yet (a race only computes it twice) */
+	int s = __atomic_load_n(&strict, __ATOMIC_RELAXED);
+
+	if (s < 0) {
+#ifdef __GLIBC__
+		unsigned int major = 0, minor = 0;
+		const char *v = gnu_get_libc_version();
+
+		while (*v >= '0' && *v <= '9')
+			major = major * 10 + (unsigned int)(*v++ - '0');
+		if (*v == '.')
+			v++;
+		while (*v >= '0' && *v <= '9')
+			minor = minor * 10 + (unsigned int)(*v++ - '0');
+		s = major > 2 || (major == 2 && minor >= 38);
+#else
+		s = 1;
+#endif
+		__atomic_store_n(&strict, s, __ATOMIC_RELAXED);
+	}
+	return s;
+}
+
 void *aligned_alloc(size_t align, size_t size)
 {
 	if (!align || (align & (align - 1))) {
-		errno = EINVAL;
-		return NULL;
+		if (aligned_alloc_strict()) {
+			errno = EINVAL;
+			return NULL;
+		}
+		return memalign(align, size); /* glibc before 2.38: aligned_alloc is memalign */
 	}
 	return alloc_aligned(align, size);
 }
@@ -153,6 +204,10 @@ void *aligned_alloc(size_t align, size_t size)
 /* glibc's memalign takes any alignment: not a power of two, it rounds up. */
 void *memalign(size_t align, size_t size)
 {
+	if (align > SIZE_MAX / 2 + 1) {
+		errno = EINVAL; /* glibc: no power of two is that large */
+		return NULL;
+	}
 	if (align > USLAB_KMALLOC_MAX_ALIGN) {
 		errno = ENOMEM; /* as alloc_aligned(): more than uslab can align to */
 		return NULL;
@@ -187,4 +242,49 @@ int malloc_trim(size_t pad)
 {
 	(void)pad;
 	return uslab_trim() != 0;
+}
+
+/*
+ * glibc's figures from uslab_heap_stats() (doc/api.md, "mallinfo2"): the
+ * heap (arena) is the page heap's pages in use and retained; huge objects
+ * (own mappings) are glibc's mmapped chunks (hblks, hblkhd), outside it.
+ * Every uslab cache counts, not only malloc's classes.
+ */
+struct mallinfo2 mallinfo2(void)
+{
+	struct mallinfo2 mi = { 0 };
+	struct uslab_heap_stats h;
+	uint64_t objects;
+
+	if (uslab_heap_stats(&h))
+		return mi;
+	mi.arena = h.used_bytes - h.huge_bytes + h.retained_bytes;
+	/* (object_bytes is summed just before the heap's figures: clamped) */
+	objects = h.object_bytes > h.huge_bytes ? h.object_bytes - h.huge_bytes : 0;
+	mi.uordblks = objects < mi.arena ? objects : mi.arena;
+	mi.fordblks = mi.arena - mi.uordblks;
+	mi.hblks = h.huge_objects;
+	mi.hblkhd = h.huge_bytes;
+	mi.keepcost = h.retained_bytes;
+	return mi;
+}
+
+/* The same in int fields, truncated as glibc's are. */
+struct mallinfo mallinfo(void)
+{
+	struct mallinfo2 m = mallinfo2();
+	struct mallinfo mi = {
+		.arena = (int)m.arena,
+		.ordblks = (int)m.ordblks,
+		.smblks = (int)m.smblks,
+		.hblks = (int)m.hblks,
+		.hblkhd = (int)m.hblkhd,
+		.usmblks = (int)m.usmblks,
+		.fsmblks = (int)m.fsmblks,
+		.uordblks = (int)m.uordblks,
+		.fordblks = (int)m.fordblks,
+		.keepcost = (int)m.keepcost,
+	};
+
+	return mi;
 }

@@ -397,12 +397,7 @@ static void test_aligned_alloc(void)
 		check_aligned(p, align, 10, "aligned_alloc");
 		free(p);
 	}
-	errno = 0;
-	p = aligned_alloc(0, 64);
-	CHECK(p == NULL && errno == EINVAL, "aligned_alloc(0) = %p errno %d", p, errno);
-	errno = 0;
-	p = aligned_alloc(3, 64);
-	CHECK(p == NULL && errno == EINVAL, "aligned_alloc(3) = %p errno %d", p, errno);
+	/* (0 and alignments that are not powers of two: as glibc, test_like_glibc) */
 	errno = 0;
 	p = aligned_alloc(64, vsize_max);
 	CHECK(p == NULL && errno == ENOMEM, "aligned_alloc(64, SIZE_MAX) = %p errno %d", p, errno);
@@ -541,6 +536,92 @@ static void test_huge(void)
 }
 
 /*
+ * Issue 35 item 7: aligned_alloc, memalign and posix_memalign answer every
+ * alignment up to 64 MiB, and those beyond SIZE_MAX / 2, as glibc's own
+ * functions in this process do (the glibc the drop-in replaces: before
+ * 2.38 aligned_alloc is memalign and takes any alignment; from 2.38 it
+ * refuses 0 and non-powers of two with EINVAL): the same success or
+ * failure, the same errno, and an address aligned as glibc's contract
+ * says (the alignment rounded up to a power of two).
+ */
+static void like_glibc_aligned(void *libc)
+{
+	static const size_t aligns[] = { 0,
+					 1,
+					 2,
+					 3,
+					 5,
+					 8,
+					 12,
+					 16,
+					 24,
+					 48,
+					 100,
+					 1000,
+					 4095,
+					 4096,
+					 4097,
+					 100000,
+					 (1ul << 26) - 1,
+					 1ul << 26,
+					 SIZE_MAX / 2 + 1,
+					 SIZE_MAX / 2 + 2,
+					 SIZE_MAX - 1,
+					 SIZE_MAX };
+	const size_t sizes[] = { 1, 64, 100000, vsize_max };
+	void *(*g_aligned_alloc)(size_t, size_t), *(*g_memalign)(size_t, size_t);
+	int (*g_posix_memalign)(void **, size_t, size_t);
+	void (*g_free)(void *);
+
+	*(void **)&g_aligned_alloc = dlsym(libc, "aligned_alloc");
+	*(void **)&g_memalign = dlsym(libc, "memalign");
+	*(void **)&g_posix_memalign = dlsym(libc, "posix_memalign");
+	*(void **)&g_free = dlsym(libc, "free");
+	CHECK(g_aligned_alloc && g_memalign && g_posix_memalign && g_free &&
+		      g_aligned_alloc != aligned_alloc,
+	      "glibc's aligned functions not found");
+	for (unsigned int i = 0; i < sizeof(aligns) / sizeof(aligns[0]); i++) {
+		size_t align = aligns[i], pow2 = 1;
+
+		while (pow2 < align && pow2 < SIZE_MAX / 2 + 1)
+			pow2 *= 2;
+		for (unsigned int k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+			size_t size = sizes[k];
+			int err, gerr;
+			void *p, *q;
+
+			for (int fn = 0; fn < 2; fn++) {
+				const char *name = fn ? "memalign" : "aligned_alloc";
+
+				errno = 0;
+				q = fn ? g_memalign(align, size) : g_aligned_alloc(align, size);
+				gerr = errno;
+				g_free(q);
+				errno = 0;
+				p = fn ? memalign(align, size) : aligned_alloc(align, size);
+				err = errno;
+				CHECK(!p == !q && (q || err == gerr),
+				      "%s(%zu, %zu): %p errno %d, glibc's %p errno %d", name, align,
+				      size, p, err, q, gerr);
+				CHECK(!p || (owns(p) && (uintptr_t)p % pow2 == 0 &&
+					     malloc_usable_size(p) >= size),
+				      "%s(%zu, %zu) = %p", name, align, size, p);
+				free(p);
+			}
+			q = p = (void *)0x1234;
+			gerr = g_posix_memalign(&q, align, size);
+			if (!gerr)
+				g_free(q);
+			err = posix_memalign(&p, align, size);
+			CHECK(err == gerr && (err ? p == (void *)0x1234 : owns(p)),
+			      "posix_memalign(%zu, %zu): %d, glibc's %d", align, size, err, gerr);
+			if (!err)
+				free(p);
+		}
+	}
+}
+
+/*
  * Issue 22 item 13: where a request is more memory than the system has,
  * the drop-in answers as glibc does on the same machine (both ask the
  * kernel, whose vm.overcommit_memory policy decides); glibc's own
@@ -606,7 +687,100 @@ static void test_like_glibc(void)
 	errno = 0;
 	p = aligned_alloc(1ul << 27, 1);
 	CHECK(!p && errno == ENOMEM, "aligned_alloc(128 MiB, 1) = %p errno %d", p, errno);
+	like_glibc_aligned(libc);
 	dlclose(libc);
+}
+
+/* ----------------------------------------------------- mallinfo2, mallinfo */
+
+/* The figures' own identities: the heap is what is in use and what is free in it. */
+static void check_mallinfo2(const struct mallinfo2 *m, const char *when)
+{
+	CHECK(m->arena > 0 && m->uordblks > 0 && m->uordblks + m->fordblks == m->arena &&
+		      m->keepcost <= m->fordblks,
+	      "mallinfo2 %s: arena %zu uordblks %zu fordblks %zu keepcost %zu", when, m->arena,
+	      m->uordblks, m->fordblks, m->keepcost);
+	CHECK(!m->hblks == !m->hblkhd && m->hblkhd >= m->hblks * (32ul << 20),
+	      "mallinfo2 %s: hblks %zu hblkhd %zu", when, m->hblks, m->hblkhd);
+	CHECK(!m->ordblks && !m->smblks && !m->usmblks && !m->fsmblks,
+	      "mallinfo2 %s: a field documented as 0 is not", when);
+}
+
+/*
+ * Issue 35 item 7: the drop-in's mallinfo2() (and mallinfo()) are uslab's
+ * figures, not glibc's zeros: objects in use counted in uordblks, freed
+ * and trimmed ones out of it, large objects in the heap, huge ones in
+ * hblks and hblkhd.
+ */
+static void test_mallinfo(void)
+{
+	enum { N = 20000, SIZE = 200 };
+	static void *obj[N];
+	struct mallinfo2 m0, m1, m2, m3;
+	Dl_info info;
+	void *big, *huge;
+
+	CHECK(dladdr(dlsym(RTLD_DEFAULT, "mallinfo2"), &info) && info.dli_fname &&
+		      strstr(info.dli_fname, "libuslab-malloc"),
+	      "mallinfo2 resolves to %s, not libuslab-malloc", info.dli_fname);
+	malloc_trim(0);
+	m0 = mallinfo2();
+	check_mallinfo2(&m0, "at start");
+	CHECK(m0.keepcost < (1ul << 20), "mallinfo2 after malloc_trim: keepcost %zu", m0.keepcost);
+
+	/* 20000 objects of 200 bytes (class 208) in use. */
+	for (int i = 0; i < N; i++) {
+		obj[i] = malloc(SIZE);
+		CHECK(obj[i], "malloc(%d)", SIZE);
+		memset(obj[i], 1, SIZE);
+	}
+	m1 = mallinfo2();
+	check_mallinfo2(&m1, "with 20000 objects");
+	CHECK(m1.uordblks >= m0.uordblks + (size_t)N * SIZE - (1ul << 20) &&
+		      m1.uordblks <= m0.uordblks + (size_t)N * 256 + (1ul << 20),
+	      "uordblks %zu -> %zu with %d objects of %d bytes", m0.uordblks, m1.uordblks, N, SIZE);
+	CHECK(m1.arena >= m0.arena + (size_t)N * SIZE - (1ul << 20), "arena %zu -> %zu", m0.arena,
+	      m1.arena);
+	CHECK(m1.hblks == m0.hblks && m1.hblkhd == m0.hblkhd, "hblks changed by small objects");
+
+	/* A large object (pages of the heap) and a huge one (a mapping of its own). */
+	big = malloc(3ul << 20);
+	huge = malloc(100ul << 20);
+	CHECK(big && huge, "malloc(3 MiB), malloc(100 MiB)");
+	m2 = mallinfo2();
+	check_mallinfo2(&m2, "with a large and a huge object");
+	CHECK(m2.uordblks >= m1.uordblks + (3ul << 20) && m2.uordblks <= m1.uordblks + (4ul << 20),
+	      "uordblks %zu -> %zu with a 3 MiB object", m1.uordblks, m2.uordblks);
+	CHECK(m2.hblks == m1.hblks + 1 && m2.hblkhd >= m1.hblkhd + (100ul << 20) &&
+		      m2.hblkhd <= m1.hblkhd + (101ul << 20),
+	      "hblks %zu -> %zu, hblkhd %zu -> %zu with a 100 MiB object", m1.hblks, m2.hblks,
+	      m1.hblkhd, m2.hblkhd);
+	/* mallinfo(): the same figures in ints (nothing allocated in between). */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+	struct mallinfo mi = mallinfo();
+#pragma GCC diagnostic pop
+	m3 = mallinfo2();
+	CHECK((size_t)mi.uordblks == m3.uordblks && (size_t)mi.hblkhd == m3.hblkhd &&
+		      (size_t)mi.hblks == m3.hblks && mi.arena > 0,
+	      "mallinfo: uordblks %d hblkhd %d hblks %d, mallinfo2's %zu %zu %zu", mi.uordblks,
+	      mi.hblkhd, mi.hblks, m3.uordblks, m3.hblkhd, m3.hblks);
+
+	/* Freed and trimmed: back where it started, the freed pages given back. */
+	free(big);
+	free(huge);
+	for (int i = 0; i < N; i++)
+		free(obj[i]);
+	malloc_trim(0);
+	m3 = mallinfo2();
+	check_mallinfo2(&m3, "after free and malloc_trim");
+	CHECK(m3.uordblks <= m0.uordblks + (256ul << 10), "uordblks %zu at start, %zu after free",
+	      m0.uordblks, m3.uordblks);
+	CHECK(m3.hblks == m0.hblks && m3.hblkhd == m0.hblkhd, "hblks %zu -> %zu after free",
+	      m0.hblks, m3.hblks);
+	CHECK(m3.keepcost < (1ul << 20) && m3.arena < m1.arena - (size_t)N * SIZE / 2,
+	      "after malloc_trim: keepcost %zu, arena %zu (%zu with the objects)", m3.keepcost,
+	      m3.arena, m1.arena);
 }
 
 /* ----------------------------------------------- the C library's own mallocs */
@@ -1107,6 +1281,7 @@ int main(void)
 	RUN(test_alignment16);
 	RUN(test_huge);
 	RUN(test_like_glibc);
+	RUN(test_mallinfo);
 	RUN(test_libc);
 	RUN(test_exiting_threads);
 	RUN(test_key_destructors);
