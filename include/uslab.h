@@ -93,15 +93,26 @@ extern "C" {
  */
 #define USLAB_PERCPU 0x00400000u
 /*
- * USLAB_NO_FREE_KEY - the default tier's double-free check off for this
- * cache (doc/design.md, "Free checks"): uslab leaves its free objects' first
- * words alone, and a double free is found by the library's naive check
- * (the object on top of the sheaf) or when the object reaches its slab,
- * as for a cache with a constructor, instead of at the call. It saves a
- * load, a compare and a store to the object on each free and a store on
- * each allocation (README, "Finding bugs", has what that measured).
+ * The free key (doc/design.md, "Free checks"; doc/api.md, "Finding bugs").
+ * USLAB_FREE_KEY - glibc-level double-free checks for this cache, opted
+ *   into: uslab writes a random word into the first word of each object
+ *   freed into a sheaf, a CPU's sheaf or a magazine and clears it when the
+ *   object is handed out, so a free that finds it there stops the program
+ *   at the call ("double free"). Every call of such a cache, inline ones
+ *   included, takes the library's path (the inline paths never touch an
+ *   object). Ignored where the first word is not uslab's to write: caches
+ *   with a constructor, USLAB_TYPESAFE_BY_RCU, pools, the debug tier (which
+ *   checks more). USLAB_FREE_KEY=1 in the environment gives it to every
+ *   cache (doc/tuning.md). Without it (the default, as in Linux's sheaves
+ *   and DPDK's mempool) no free object is read or written on the object
+ *   cache paths, and a double free is found by the naive check (the object
+ *   on top of the sheaf), when the object reaches its slab, by the sampling
+ *   guard, or at the call in the debug tier.
+ * USLAB_NO_FREE_KEY - never the key for this cache, whatever the
+ *   environment says (the malloc drop-in's classes have it by default).
  */
 #define USLAB_NO_FREE_KEY 0x01000000u
+#define USLAB_FREE_KEY 0x02000000u
 
 /** USLAB_MAX_OBJECT_SIZE - the largest object a cache may hold (16 MiB). */
 #define USLAB_MAX_OBJECT_SIZE (16ul << 20)
@@ -209,7 +220,8 @@ USLAB_API const char *uslab_layout_name(unsigned int layout);
  *         (not with a constructor, USLAB_TYPESAFE_BY_RCU or sheaf_capacity 1;
  *         USLAB_POOL_EXTERNAL not with the debug tier), USLAB_PERCPU
  *         (ignored where per-CPU sheaves cannot run, and by pools and
- *         caches without sheaves), USLAB_NO_FREE_KEY.
+ *         caches without sheaves), USLAB_FREE_KEY or
+ *         USLAB_NO_FREE_KEY (not both).
  *
  * Context: any thread.
  * Return: the new cache; or NULL with errno set:

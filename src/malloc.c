@@ -50,6 +50,14 @@ EXPORT void *pvalloc(size_t size);
 EXPORT size_t malloc_usable_size(void *p);
 EXPORT int malloc_trim(size_t pad);
 
+/*
+ * The library's kmalloc classes see this (a weak reference, kmalloc.c):
+ * the process's malloc is uslab's, so they keep glibc-level free checks
+ * (the free key) on.
+ */
+EXPORT extern const char uslab_priv_malloc_dropin;
+const char uslab_priv_malloc_dropin = 1;
+
 /* A request beyond the classes, or 0 bytes. */
 static __attribute__((noinline)) void *malloc_slow(size_t size)
 {

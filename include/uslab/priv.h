@@ -250,14 +250,18 @@ struct uslab_priv_cache {
  * The default tier's free checks (doc/design.md, "Free checks").
  *
  * The free key: a random word of the process (bit 63 set, so never an
- * address and never 0), written into the first word of an object as it
- * goes into a sheaf (per thread or per CPU) or a magazine, and cleared
- * when one hands the object out again; a free that finds the key there
- * frees an object that is free already, and stops the program. A cache's
- * copy, free_key, is 0 where free objects are not uslab's to write: a
- * constructor or TYPESAFE_BY_RCU (the object keeps its state), pools and
- * external pools (the caller's), the debug tier (which checks more).
- * The inline kfree reads it from the thread's pcs (its copy of struct
+ * address and never 0), written into the first word of an object of a
+ * keyed cache as it goes into a sheaf (per thread or per CPU) or a
+ * magazine, and cleared when one hands the object out again; a free that
+ * finds the key there frees an object that is free already, and stops the
+ * program. Keyed: the malloc drop-in's classes and caches created with
+ * USLAB_FREE_KEY (or every cache, USLAB_FREE_KEY=1); a cache's copy,
+ * free_key, is 0 for all others, and always where free objects are not
+ * uslab's to write: a constructor or TYPESAFE_BY_RCU (the object keeps its
+ * state), pools and external pools (the caller's), the debug tier (which
+ * checks more). A keyed cache's pcs_off is 0, so the inline cache paths
+ * (which never touch an object) send its calls to the library; the inline
+ * kmalloc and kfree read the key from the thread's pcs (its copy of struct
  * uslab_priv_objgeo), a magazine from its own copy.
  */
 USLAB_API __attribute__((noreturn, cold))
@@ -291,8 +295,9 @@ static inline __attribute__((always_inline)) void uslab_priv_free_unmark(void *o
  * The objects' places in the slabs of the cache with each id (a cache with
  * sheaves), for the interior-pointer check of the inline kfree: recip is
  * 2^64 / size rounded up, span the bytes from a slab's first object to the
- * end of its last (0: the cache's objects are not to be marked, the check
- * always fails and the library frees them), and the cache's free key. The
+ * end of its last (0: neither a kmalloc class nor keyed, or a debug cache:
+ * the check always fails and the library frees them), and the cache's free
+ * key (0: none). The
  * inline kfree reads the copy a thread's pcs holds beside its sheaf top
  * (struct uslab_priv_pcs), the per-CPU miss path this table. An address
  * @off bytes from its slab's first object is an object's start iff off <
@@ -302,7 +307,7 @@ static inline __attribute__((always_inline)) void uslab_priv_free_unmark(void *o
 struct uslab_priv_objgeo {
 	uint64_t recip;
 	uint64_t span;
-	uintptr_t free_key; /* the cache's (0 when span is) */
+	uintptr_t free_key; /* the cache's, 0: none (always when span is 0) */
 	uint64_t pad;
 };
 
