@@ -1177,7 +1177,15 @@ void *cache_guard_alloc(struct uslab_cache *c)
 			 CACHE_LARGE)))
 		return NULL;
 	obj = guard_alloc(c, c->object_size, c->align);
-	if (obj && c->ctor)
+	if (!obj)
+		return NULL;
+	/*
+	 * Its slot's last object may have waited in a keyed per-CPU sheaf
+	 * (marked by the inline push, which does not know the guard's).
+	 */
+	if (c->object_size >= sizeof(uintptr_t))
+		cache_clear_stale_key(obj);
+	if (c->ctor)
 		c->ctor(obj);
 	return obj;
 }
