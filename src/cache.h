@@ -249,8 +249,14 @@ NO_SANITIZE_ADDRESS static inline void obj_mark_free(struct uslab_cache *c, void
 {
 	uintptr_t *w = obj;
 
+	const uint32_t *half = (const uint32_t *)(const void *)w;
+	const int hi = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
+
 	USLAB_ASSERT(c->hot.free_key);
-	if (unlikely(__atomic_load_n(w, __ATOMIC_RELAXED) == c->hot.free_key))
+	/* The high half first: no stall behind a narrow store (uslab_priv_free_mark()). */
+	if (unlikely(__atomic_load_n(&half[hi], __ATOMIC_RELAXED) ==
+			     (uint32_t)(c->hot.free_key >> 32) &&
+		     __atomic_load_n(&half[!hi], __ATOMIC_RELAXED) == (uint32_t)c->hot.free_key))
 		uslab_priv_double_free(c, obj);
 	__atomic_store_n(w, c->hot.free_key, __ATOMIC_RELAXED);
 }
