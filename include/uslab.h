@@ -182,7 +182,9 @@ struct uslab_cache_args {
  *
  * With the three index layouts the allocator reads and writes no byte of an
  * object to free it or hand it out (OBJFREELIST: except the one object that
- * holds the array while it is free). A layout that cannot serve a cache
+ * holds the array while it is free; a cache created with USLAB_FREE_KEY:
+ * except the first 8 bytes, where the key goes), with sheaves, per-CPU
+ * sheaves, bulk calls and magazines too. A layout that cannot serve a cache
  * (a constructor with OBJFREELIST, more than 65536 objects in a slab, an
  * array too large) makes uslab_cache_create() fail with EINVAL.
  */
@@ -229,7 +231,8 @@ USLAB_API const char *uslab_layout_name(unsigned int layout);
  *            @args->align not a power of two or above USLAB_MAX_ALIGN,
  *            unknown bits in @flags, @args->layout unknown or unable to
  *            serve this size, alignment and flags, a pool flag with a
- *            constructor, USLAB_TYPESAFE_BY_RCU or no sheaves;
+ *            constructor, USLAB_TYPESAFE_BY_RCU or no sheaves,
+ *            USLAB_FREE_KEY with USLAB_NO_FREE_KEY;
  *   ENOSPC - USLAB_MAX_CACHES caches with sheaves already exist (less
  *            the kmalloc classes' ids, kept for them: 4016 of the program's);
  *   ENOMEM - no memory for the cache descriptor, or for a pool's
