@@ -52,6 +52,25 @@ extern "C" {
 #endif
 
 /*
+ * The private ABI's generation, bumped with every change to what the
+ * inline paths read or write (a structure's layout, a field's meaning).
+ * The symbols the inline paths reference carry it in their names: the
+ * thread's table (every cache and kmalloc path) and the magazine's slow
+ * paths (every magazine path). A program compiled with another
+ * generation's headers, inline, fails to link against this library, or to
+ * load with it: "undefined symbol: uslab_priv_pcs_table" (generation 1,
+ * the headers before issue 34) or "..._abiN". Rebuild it (doc/api.md,
+ * "Inline paths"). src/abi.c pins the structures to the library's.
+ * 2: the free key opt-in (issue 34): a keyed cache's pcs_off is 0, and the
+ *    inline kmalloc paths serve classes without the key.
+ */
+#define USLAB_PRIV_ABI 2
+#define uslab_priv_pcs_table uslab_priv_pcs_table_abi2
+#define uslab_priv_magazine_refill uslab_priv_magazine_refill_abi2
+#define uslab_priv_magazine_alloc_slow uslab_priv_magazine_alloc_slow_abi2
+#define uslab_priv_magazine_free_slow uslab_priv_magazine_free_slow_abi2
+
+/*
  * The library's large tables, declared weak where the inline paths read
  * them: a program built as PIE (gcc's default here) would otherwise get a
  * copy relocation of each, made at start-up into its own memory: 16 MiB of
