@@ -93,15 +93,26 @@ extern "C" {
  */
 #define USLAB_PERCPU 0x00400000u
 /*
- * USLAB_NO_FREE_KEY - the default tier's double-free check off for this
- * cache (doc/design.md, "Free checks"): uslab leaves its free objects' first
- * words alone, and a double free is found by the library's naive check
- * (the object on top of the sheaf) or when the object reaches its slab,
- * as for a cache with a constructor, instead of at the call. It saves a
- * load, a compare and a store to the object on each free and a store on
- * each allocation (README, "Finding bugs", has what that measured).
+ * The free key (doc/design.md, "Free checks"; doc/api.md, "Finding bugs").
+ * USLAB_FREE_KEY - glibc-level double-free checks for this cache, opted
+ *   into: uslab writes a random word into the first word of each object
+ *   freed into a sheaf, a CPU's sheaf or a magazine and clears it when the
+ *   object is handed out, so a free that finds it there stops the program
+ *   at the call ("double free"). Every call of such a cache, inline ones
+ *   included, takes the library's path (the inline paths never touch an
+ *   object). Ignored where the first word is not uslab's to write: caches
+ *   with a constructor, USLAB_TYPESAFE_BY_RCU, pools, the debug tier (which
+ *   checks more). USLAB_FREE_KEY=1 in the environment gives it to every
+ *   cache (doc/tuning.md). Without it (the default, as in Linux's sheaves
+ *   and DPDK's mempool) no free object is read or written on the object
+ *   cache paths, and a double free is found by the naive check (the object
+ *   on top of the sheaf), when the object reaches its slab, by the sampling
+ *   guard, or at the call in the debug tier.
+ * USLAB_NO_FREE_KEY - never the key for this cache, whatever the
+ *   environment says (the malloc drop-in's classes have it by default).
  */
 #define USLAB_NO_FREE_KEY 0x01000000u
+#define USLAB_FREE_KEY 0x02000000u
 
 /** USLAB_MAX_OBJECT_SIZE - the largest object a cache may hold (16 MiB). */
 #define USLAB_MAX_OBJECT_SIZE (16ul << 20)
@@ -171,7 +182,9 @@ struct uslab_cache_args {
  *
  * With the three index layouts the allocator reads and writes no byte of an
  * object to free it or hand it out (OBJFREELIST: except the one object that
- * holds the array while it is free). A layout that cannot serve a cache
+ * holds the array while it is free; a cache created with USLAB_FREE_KEY:
+ * except the first 8 bytes, where the key goes), with sheaves, per-CPU
+ * sheaves, bulk calls and magazines too. A layout that cannot serve a cache
  * (a constructor with OBJFREELIST, more than 65536 objects in a slab, an
  * array too large) makes uslab_cache_create() fail with EINVAL.
  */
@@ -209,7 +222,8 @@ USLAB_API const char *uslab_layout_name(unsigned int layout);
  *         (not with a constructor, USLAB_TYPESAFE_BY_RCU or sheaf_capacity 1;
  *         USLAB_POOL_EXTERNAL not with the debug tier), USLAB_PERCPU
  *         (ignored where per-CPU sheaves cannot run, and by pools and
- *         caches without sheaves), USLAB_NO_FREE_KEY.
+ *         caches without sheaves), USLAB_FREE_KEY or
+ *         USLAB_NO_FREE_KEY (not both).
  *
  * Context: any thread.
  * Return: the new cache; or NULL with errno set:
@@ -217,7 +231,8 @@ USLAB_API const char *uslab_layout_name(unsigned int layout);
  *            @args->align not a power of two or above USLAB_MAX_ALIGN,
  *            unknown bits in @flags, @args->layout unknown or unable to
  *            serve this size, alignment and flags, a pool flag with a
- *            constructor, USLAB_TYPESAFE_BY_RCU or no sheaves;
+ *            constructor, USLAB_TYPESAFE_BY_RCU or no sheaves,
+ *            USLAB_FREE_KEY with USLAB_NO_FREE_KEY;
  *   ENOSPC - USLAB_MAX_CACHES caches with sheaves already exist (less
  *            the kmalloc classes' ids, kept for them: 4016 of the program's);
  *   ENOMEM - no memory for the cache descriptor, or for a pool's

@@ -233,6 +233,7 @@ struct uslab_options {
 	unsigned int percpu_threads;   /* USLAB_PERCPU_THREADS */
 	unsigned int guard;	       /* USLAB_GUARD */
 	unsigned int guard_slots;      /* USLAB_GUARD_SLOTS */
+	unsigned int free_key;	       /* USLAB_FREE_KEY: enum free_key_mode */
 	unsigned int nr_cpus;
 };
 
@@ -243,6 +244,8 @@ INTERNAL extern const char *const usl_on_bug_names[];
 enum stats_mode { STATS_OFF, STATS_ON, STATS_EXIT };
 INTERNAL extern const char *const usl_stats_names[];
 enum percpu_mode { PERCPU_OFF, PERCPU_ON, PERCPU_AUTO };
+/* USLAB_FREE_KEY: no cache, every cache that can carry it, the malloc drop-in's classes. */
+enum free_key_mode { FREE_KEY_OFF, FREE_KEY_ALL, FREE_KEY_MALLOC };
 INTERNAL extern const char *const usl_percpu_names[];
 INTERNAL void options_init(void);
 INTERNAL void options_print(FILE *f);

@@ -110,22 +110,55 @@ static uintptr_t random_secret(void)
  * cache with a key has a copy (c->hot.free_key).
  */
 static uintptr_t free_key;
+/* A cache got the key: stale keys may be in memory that goes back to the page heap. */
+static bool free_key_used;
 
 /*
- * cache_free_key - the free key of @c, which is getting sheaves: 0 where a
- * free object's first word is not uslab's (a constructor, TYPESAFE_BY_RCU,
- * the debug tier: bound; pools: the caller's), the creator said
- * USLAB_NO_FREE_KEY, or no free object ever waits in a sheaf (uslab's own
- * caches). A cache without sheaves has none:
- * its objects go to their slabs, written by nothing but the layout.
+ * cache_free_key - the free key of @c, which is getting sheaves: the key
+ * for a cache created with USLAB_FREE_KEY (the malloc drop-in's classes
+ * are: kmalloc.c) or for every cache with USLAB_FREE_KEY=1; 0 for the
+ * others (the default: no free object is read or written), with
+ * USLAB_FREE_KEY=0, and where a free object's first word is not uslab's
+ * (a constructor, TYPESAFE_BY_RCU, the debug tier: bound; pools: the
+ * caller's), the creator said USLAB_NO_FREE_KEY, or no free object ever
+ * waits in a sheaf (uslab's own caches). A cache without sheaves has
+ * none: its objects go to their slabs, written by nothing but the layout.
  */
 uintptr_t cache_free_key(const struct uslab_cache *c)
 {
-	if (c->ctor || c->debug ||
+	if (c->ctor || c->debug || usl_opt.free_key == FREE_KEY_OFF ||
 	    (c->flags & (USLAB_TYPESAFE_BY_RCU | USLAB_POOL | USLAB_POOL_EXTERNAL |
 			 USLAB_NO_FREE_KEY | CACHE_INTERNAL)))
 		return 0;
+	if (!(c->flags & USLAB_FREE_KEY) && usl_opt.free_key != FREE_KEY_ALL)
+		return 0;
+	__atomic_store_n(&free_key_used, true, __ATOMIC_RELAXED);
 	return free_key;
+}
+
+/*
+ * cache_clear_stale_key - memory about to be handed out that no keyed
+ * cache's path cleared (a large object: its pages may have been a slab
+ * whose objects went back to it marked) leaves with no key in its first
+ * word, so that no copy of it (krealloc) can carry one into a keyed
+ * object and make its free look like a double free (doc/design.md, "Free
+ * checks": the hand-out invariant). A load, and nothing more while no
+ * cache has the key.
+ */
+NO_SANITIZE_ADDRESS void cache_clear_stale_key(void *mem)
+{
+	uintptr_t *w = mem;
+
+	if (__atomic_load_n(&free_key_used, __ATOMIC_RELAXED) &&
+	    __atomic_load_n(w, __ATOMIC_RELAXED) == free_key)
+		__atomic_store_n(w, 0, __ATOMIC_RELAXED);
+	USLAB_ASSERT_EXPENSIVE(!cache_carries_key(mem));
+}
+
+/* Whether @mem's first word is the free key (the hand-out invariant's assertions). */
+NO_SANITIZE_ADDRESS bool cache_carries_key(const void *mem)
+{
+	return free_key && __atomic_load_n((const uintptr_t *)mem, __ATOMIC_RELAXED) == free_key;
 }
 
 /*
@@ -220,7 +253,7 @@ static int cache_setup(struct uslab_cache *c, const char *name, size_t size, siz
 		c->min_partial = (flags & CACHE_KMALLOC) ? kmalloc_min_partial(c->order) :
 							   default_min_partial(c->size);
 	c->id = -1;
-	c->hot.pcs_off = 0;
+	c->hot.pcs_off = c->pcs_lib = 0;
 	c->magic = CACHE_MAGIC_LIVE;
 	ulock_setup(&c->node.lock, LOCK_NODE);
 	list_init(&c->node.partial);
@@ -1144,7 +1177,15 @@ void *cache_guard_alloc(struct uslab_cache *c)
 			 CACHE_LARGE)))
 		return NULL;
 	obj = guard_alloc(c, c->object_size, c->align);
-	if (obj && c->ctor)
+	if (!obj)
+		return NULL;
+	/*
+	 * Its slot's last object may have waited in a keyed per-CPU sheaf
+	 * (marked by the inline push, which does not know the guard's).
+	 */
+	if (c->object_size >= sizeof(uintptr_t))
+		cache_clear_stale_key(obj);
+	if (c->ctor)
 		c->ctor(obj);
 	return obj;
 }
@@ -1280,7 +1321,8 @@ void cache_delete(struct uslab_cache *c)
 		c->node.loose = NULL;
 		c->node.loose_cap = c->node.nr_loose = 0;
 	}
-	c->hot.pcs_off = 0; /* a stale handle's inline paths miss, and reach the check */
+	/* A stale handle's fast paths miss, and reach the check. */
+	c->hot.pcs_off = c->pcs_lib = 0;
 	__atomic_store_n(&c->magic, CACHE_MAGIC_DEAD, __ATOMIC_RELEASE);
 	ulock_lock(&caches_lock);
 	n = desc_table.nr;

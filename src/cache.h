@@ -58,7 +58,7 @@ struct barn {
 #define DEBUG_VALGRIND 0x1u
 #define CACHE_PUBLIC_FLAGS                                                        \
 	(USLAB_HWCACHE_ALIGN | USLAB_TYPESAFE_BY_RCU | DEBUG_FLAGS | USLAB_POOL | \
-	 USLAB_POOL_EXTERNAL | USLAB_PERCPU | USLAB_NO_FREE_KEY)
+	 USLAB_POOL_EXTERNAL | USLAB_PERCPU | USLAB_NO_FREE_KEY | USLAB_FREE_KEY)
 /* Sheaf capacity a pool gets when it asks for none: pointers are all it holds. */
 #define POOL_SHEAF_CAPACITY 254
 
@@ -91,6 +91,7 @@ struct uslab_cache {
 	unsigned long nr_deferred; /* TYPESAFE_BY_RCU slabs waiting for gp.c */
 	int id;			   /* index of pcs; -1 without sheaves */
 	size_t pcs_own;		   /* id's pcs in a table (a debug cache's hot.pcs_off is 0) */
+	size_t pcs_lib;		   /* the library's fast paths' (pcs_of()): 0 for a debug cache */
 	bool retired;		   /* cache_delete() ran: under caches_lock (its slot's page) */
 	uintptr_t secret;	   /* free pointer encoding key */
 	void (*ctor)(void *obj);
@@ -144,6 +145,8 @@ INTERNAL void cache_free_checked(struct uslab_cache *c, void **p, size_t n);
 INTERNAL void cache_free_objects(struct uslab_cache *c, void **p, size_t n, unsigned int lookahead);
 INTERNAL void *cache_alloc_direct(struct uslab_cache *c);
 INTERNAL uintptr_t cache_free_key(const struct uslab_cache *c);
+INTERNAL void cache_clear_stale_key(void *mem);
+INTERNAL bool cache_carries_key(const void *mem);
 INTERNAL void cache_free_direct(struct uslab_cache *c, void *obj);
 INTERNAL int cache_bootstrap(void);
 INTERNAL int cache_init_internal(struct uslab_cache *c, const char *name, size_t size);
@@ -246,8 +249,14 @@ NO_SANITIZE_ADDRESS static inline void obj_mark_free(struct uslab_cache *c, void
 {
 	uintptr_t *w = obj;
 
+	const uint32_t *half = (const uint32_t *)(const void *)w;
+	const int hi = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
+
 	USLAB_ASSERT(c->hot.free_key);
-	if (unlikely(__atomic_load_n(w, __ATOMIC_RELAXED) == c->hot.free_key))
+	/* The high half first: no stall behind a narrow store (uslab_priv_free_mark()). */
+	if (unlikely(__atomic_load_n(&half[hi], __ATOMIC_RELAXED) ==
+			     (uint32_t)(c->hot.free_key >> 32) &&
+		     __atomic_load_n(&half[!hi], __ATOMIC_RELAXED) == (uint32_t)c->hot.free_key))
 		uslab_priv_double_free(c, obj);
 	__atomic_store_n(w, c->hot.free_key, __ATOMIC_RELAXED);
 }
@@ -286,8 +295,11 @@ static inline void objs_hand_out(const struct uslab_cache *c, void *const *objs,
 {
 	objs_unpoison(c, objs, n);
 	if (c->hot.free_key)
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
 			obj_unmark_if(c, objs[i]);
+			/* The hand-out invariant (doc/design.md, "Free checks"). */
+			USLAB_ASSERT_EXPENSIVE(!objs[i] || !cache_carries_key(objs[i]));
+		}
 }
 
 #endif /* USLAB_CACHE_H */

@@ -58,6 +58,25 @@ static size_t class_size(unsigned int idx)
 }
 
 /*
+ * Defined by libuslab-malloc.so (malloc.c), which every allocation of the
+ * process then reaches: a weak reference, resolved when the drop-in is
+ * loaded (LD_PRELOAD or linked), NULL otherwise.
+ */
+extern const char uslab_priv_malloc_dropin __attribute__((weak, visibility("default")));
+
+/*
+ * The classes' flags: the free key where the process's malloc is uslab's
+ * (glibc's contract: a double free stops the program at the call, and
+ * USLAB_FREE_KEY=0 turns it off); without the drop-in, uslab_kmalloc()
+ * follows the kernel's kmalloc (no free object written; doc/design.md,
+ * "Free checks", has the measurements behind both).
+ */
+static unsigned int class_flags(void)
+{
+	return CACHE_KMALLOC | (&uslab_priv_malloc_dropin ? USLAB_FREE_KEY : 0);
+}
+
+/*
  * Create the classes not created yet. Lock-free: threads that race at the
  * first request each create what they find missing and install it with a
  * CAS; a loser destroys its copy (empty, never used). A failure (no
@@ -81,7 +100,7 @@ static bool create_classes(void)
 			continue;
 		USLAB_ASSERT(uslab_priv_kmalloc_index(size) == i);
 		snprintf(name, sizeof(name), "kmalloc-%zu", size);
-		c = lifecycle_create(name, size, &args, CACHE_KMALLOC);
+		c = lifecycle_create(name, size, &args, class_flags());
 		if (!c) {
 			ok = false;
 		} else if (__atomic_compare_exchange_n(&classes[i], &none, c, false,
@@ -262,6 +281,8 @@ static void *large_alloc(size_t size, size_t align, bool zero)
 		return NULL;
 	if (zero && !zeroed)
 		memset(s->base, 0, s->large_size);
+	else if (!zeroed)
+		cache_clear_stale_key(s->base); /* (its pages may have been a slab's) */
 	return s->base;
 }
 

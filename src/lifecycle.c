@@ -120,7 +120,9 @@ struct uslab_cache *uslab_cache_create(const char *name, size_t size,
 		args = &defaults;
 	if (!name || strlen(name) > USLAB_NAME_MAX || !size || size > USLAB_MAX_OBJECT_SIZE ||
 	    (flags & ~CACHE_PUBLIC_FLAGS) || (args->align & (args->align - 1)) ||
-	    args->align > USLAB_MAX_ALIGN || !pool_args_ok(args, flags)) {
+	    args->align > USLAB_MAX_ALIGN || !pool_args_ok(args, flags) ||
+	    (flags & (USLAB_FREE_KEY | USLAB_NO_FREE_KEY)) ==
+		    (USLAB_FREE_KEY | USLAB_NO_FREE_KEY)) {
 		errno = EINVAL;
 		return NULL;
 	}

@@ -72,6 +72,14 @@ struct mallinfo {
 EXPORT struct mallinfo2 mallinfo2(void);
 EXPORT struct mallinfo mallinfo(void);
 
+/*
+ * The library's kmalloc classes see this (a weak reference, kmalloc.c):
+ * the process's malloc is uslab's, so they keep glibc-level free checks
+ * (the free key) on.
+ */
+EXPORT extern const char uslab_priv_malloc_dropin;
+const char uslab_priv_malloc_dropin = 1;
+
 /* A request beyond the classes, or 0 bytes. */
 static __attribute__((noinline)) void *malloc_slow(size_t size)
 {

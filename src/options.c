@@ -35,6 +35,8 @@ const char *const usl_on_bug_names[] = { "default", "abort", "report", NULL };
 const char *const usl_stats_names[] = { "off", "on", "exit", NULL };
 /* USLAB_PERCPU (enum percpu_mode). */
 const char *const usl_percpu_names[] = { "0", "1", "auto", NULL };
+/* USLAB_FREE_KEY (enum free_key_mode). */
+static const char *const usl_free_key_names[] = { "0", "1", "malloc", NULL };
 
 /*
  * One tunable: a number in [min, max], or with @names one of those words
@@ -133,6 +135,11 @@ static const struct option_row {
 	  "slots of the sampling guard, live and freed objects held back (8 KiB of address "
 	  "space each)",
 	  NULL, NULL },
+	{ "USLAB_FREE_KEY", &usl_opt.free_key, FREE_KEY_MALLOC, 0, FREE_KEY_MALLOC,
+	  "the free key (a double free stopped at the call): 0 no cache, 1 every cache that can "
+	  "carry it, malloc only the malloc drop-in's classes (and caches created with "
+	  "USLAB_FREE_KEY)",
+	  usl_free_key_names, NULL },
 	/* No variable: strings of their own, parsed by their owners. */
 	{ "USLAB_FAILSLAB", NULL, 0, 0, 0,
 	  "probability[,interval[,times[,cache]]]: allocations fail with ENOMEM (failslab)", NULL,

@@ -106,14 +106,16 @@ struct pcs_events {
 };
 
 /*
- * pcs_of - the calling thread's pcs of @c: in its own table, or in the
- * zero table shared by threads without state, where both fast paths see
- * no room and go to their slow paths. Never write through it before
- * pcs_self() or a slow path has started the thread.
+ * pcs_of - the calling thread's pcs of @c for the library's fast paths: in
+ * its own table, or in the zero table shared by threads without state,
+ * where both fast paths see no room and go to their slow paths; entry 0
+ * (always empty) for a debug cache. Never write through it before
+ * pcs_self() or a slow path has started the thread. The inline paths
+ * read c->hot.pcs_off instead, 0 for a cache with the free key too.
  */
 static inline struct pcs *pcs_of(const struct uslab_cache *c)
 {
-	return (struct pcs *)(void *)(uslab_priv_pcs_table + c->hot.pcs_off);
+	return (struct pcs *)(void *)(uslab_priv_pcs_table + c->pcs_lib);
 }
 
 /*

@@ -10,7 +10,10 @@
  *
  * put differs from uslab_cache_free_bulk() in what DPDK's callers expect:
  * every entry is an object, and the array is const (DPDK passes its own
- * cache's array): a copy into the main sheaf, no NULL test, no clearing.
+ * cache's array): a copy into the main sheaf, no NULL test, no clearing,
+ * and no look at the objects: one put twice is handed out twice, as by
+ * DPDK without RTE_LIBRTE_MEMPOOL_DEBUG. A debug cache's puts are frees
+ * checked at the call (USLAB_DEBUG=F: a double put is reported there).
  *
  *   put: room in main for all -> one memcpy, no lock (the fast path: about
  *        10 instructions and the copy);
@@ -97,6 +100,16 @@ void uslab_pool_put_bulk(struct uslab_cache *c, size_t n, void *const *objs)
 	if (unlikely(!cache_is_descriptor(c) || !objs)) {
 		cache_check_live(c, "pool put"); /* reports a bad handle */
 		usl_bug(c, NULL, "pool put of a NULL array of %zu objects", n);
+	}
+	if (unlikely(c->debug)) {
+		/*
+		 * Each object checked at the call, as a free (a pool put twice,
+		 * a foreign pointer: reported here), on its way to the debug
+		 * tier's sheaves (pcs.c), which pool_put's copy would bypass.
+		 */
+		for (size_t i = 0; i < n; i++)
+			pcs_debug_free(c, objs[i], __builtin_return_address(0));
+		return;
 	}
 	objs_mark_free(c, objs, n); /* (a pool has no key: a cache's objects put) */
 	objs_poison(objs, n);

@@ -355,8 +355,9 @@ static uint64_t id_map[(USLAB_MAX_CACHES + 1 + 63) / 64];
 
 /*
  * The objects' places in the slabs of the cache with each id, and its free
- * key (<uslab/priv.h>): the inline kfree's checks. Zero for a cache without
- * a key (its objects freed by kfree take the library's path) and for id 0.
+ * key (<uslab/priv.h>): the inline kfree's checks. Zero for id 0 and for a
+ * cache that is neither a kmalloc class nor keyed (its objects freed by
+ * kfree take the library's path).
  */
 struct uslab_priv_objgeo uslab_priv_objgeo[USLAB_MAX_CACHES + 1];
 
@@ -393,11 +394,22 @@ int thread_id_attach(struct uslab_cache *c, unsigned int sheaf_capacity)
 		return -ENOSPC;
 	c->id = id;
 	c->pcs_own = (size_t)id * sizeof(struct pcs);
-	/* A debug cache's inline paths find the always-empty entry: the library checks. */
-	c->hot.pcs_off = c->debug ? 0 : c->pcs_own;
 	c->sheaf_capacity = sheaf_capacity;
 	c->hot.free_key = cache_free_key(c);
-	if (c->hot.free_key)
+	/*
+	 * A debug cache's paths, inline and the library's, find the
+	 * always-empty entry: every call reaches its checks (pcs.c). A cache
+	 * with the free key: its inline paths do (they never write an
+	 * object), the library's pop and push find its sheaves and mark.
+	 */
+	c->pcs_lib = c->debug ? 0 : c->pcs_own;
+	c->hot.pcs_off = c->debug || c->hot.free_key ? 0 : c->pcs_own;
+	/*
+	 * The inline kmalloc and kfree serve the kmalloc classes, with the
+	 * key or not, and keyed caches (the library serves the others, and
+	 * a debug cache: span 0).
+	 */
+	if (!c->debug && (c->hot.free_key || (c->flags & CACHE_KMALLOC)))
 		uslab_priv_objgeo[id] = (struct uslab_priv_objgeo){
 			.recip = c->recip,
 			.span = (uint64_t)c->objects * c->size,

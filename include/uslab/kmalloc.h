@@ -244,7 +244,8 @@ static __attribute__((noinline, cold, unused)) void *uslab_priv_kmalloc_miss(siz
 			void *obj = uslab_priv_pcpu_pop(slots, uslab_priv_pcpu_nr);
 
 			if (obj) {
-				uslab_priv_free_unmark(obj);
+				if (uslab_priv_objgeo[id].free_key)
+					uslab_priv_free_unmark(obj);
 				return obj;
 			}
 		}
@@ -269,10 +270,13 @@ USLAB_NO_ACCESS(1) void uslab_priv_kfree_miss(const void *obj)
 		if (slots && !uslab_priv_pcs_of_id(id)->top &&
 		    uslab_priv_at_object(a, d, g->recip, g->span)) {
 			/* Marked before the push makes it another thread's to take. */
-			uslab_priv_free_mark((struct uslab_cache *)0, (void *)obj, g->free_key);
+			if (g->free_key)
+				uslab_priv_free_mark((struct uslab_cache *)0, (void *)obj,
+						     g->free_key);
 			if (uslab_priv_pcpu_push(slots, uslab_priv_pcpu_nr, (void *)obj))
 				return;
-			uslab_priv_free_unmark((void *)obj); /* the library marks it */
+			if (g->free_key)
+				uslab_priv_free_unmark((void *)obj); /* the library marks it */
 		}
 	}
 #endif
@@ -291,7 +295,9 @@ static inline __attribute__((always_inline)) void *uslab_kmalloc_inline(size_t s
 
 			p->top = --top;
 			obj = *top;
-			uslab_priv_free_unmark(obj); /* a class with sheaves has the free key */
+			/* The malloc drop-in's classes have the free key (doc/design.md). */
+			if (__builtin_expect(p->free_key != 0, 0))
+				uslab_priv_free_unmark(obj);
 			return obj;
 		}
 	}
@@ -303,12 +309,14 @@ static inline __attribute__((always_inline)) void *uslab_kmalloc_inline(size_t s
  * the descriptor and the thread's pcs of that id (its copy of the id's
  * struct uslab_priv_objgeo, on the line of the sheaf top) say whether the
  * address is an object's start (a pointer inside an object goes to the
- * library, which reports it); the free key says whether it is free
- * already; then the sheaf push of uslab_cache_free(). About 26
- * instructions, three dependent loads (registry, descriptor, the pcs line)
- * before the stores. NULL, USLAB_ZERO_SIZE_PTR, foreign
- * addresses, large objects and caches without sheaves or without the key
- * (id 0, or span 0), free slabs and a full sheaf go to the library.
+ * library, which reports it); where the cache has the free key (the malloc
+ * drop-in's classes, caches created with USLAB_FREE_KEY), the key says
+ * whether it is free already; then the sheaf push of uslab_cache_free().
+ * About 26 instructions, three dependent loads (registry, descriptor, the
+ * pcs line) before the stores. NULL, USLAB_ZERO_SIZE_PTR, foreign
+ * addresses, large objects, caches without sheaves and those that are
+ * neither kmalloc classes nor keyed (id 0, or span 0), free slabs and a
+ * full sheaf go to the library.
  */
 static inline __attribute__((always_inline))
 USLAB_NO_ACCESS(1) void uslab_kfree_inline(const void *obj)
@@ -323,7 +331,9 @@ USLAB_NO_ACCESS(1) void uslab_kfree_inline(const void *obj)
 
 		if (__builtin_expect(
 			    uslab_priv_at_object(a, d, p->recip, p->span) && top != p->limit, 1)) {
-			uslab_priv_free_mark((struct uslab_cache *)0, (void *)obj, p->free_key);
+			if (__builtin_expect(p->free_key != 0, 0))
+				uslab_priv_free_mark((struct uslab_cache *)0, (void *)obj,
+						     p->free_key);
 			*top = (void *)obj;
 			p->top = top + 1;
 			return;

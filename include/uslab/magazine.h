@@ -302,10 +302,11 @@ USLAB_API void uslab_free_batch_flush(struct uslab_free_batch *b);
 #include <uslab/priv.h>
 
 /*
- * Pop: about 9 instructions and three branches (empty; the free key and
- * the object, whose first word it clears), no lock, no atomic, no TLS
- * access: the magazine's first line, the array slot and the object's first
- * line. The slow path (a refill) runs once per @refill objects at most.
+ * Pop: about 9 instructions and two branches (empty; the free key, which
+ * only a cache created with USLAB_FREE_KEY has), no lock, no atomic, no
+ * TLS access: the magazine's first line and the array slot (and, with the
+ * key, the object's first word, cleared). The slow path (a refill) runs
+ * once per @refill objects at most.
  */
 static inline __attribute__((always_inline)) void *
 uslab_magazine_alloc_inline(struct uslab_magazine *m)
@@ -322,16 +323,16 @@ uslab_magazine_alloc_inline(struct uslab_magazine *m)
 	m->count = --n;
 	obj = m->objs[n];
 	/* (NULL only from a slot never written, after two threads raced on @m) */
-	if (__builtin_expect(m->uslab_priv_free_key != 0, 1) &&
+	if (__builtin_expect(m->uslab_priv_free_key != 0, 0) &&
 	    __builtin_expect(obj != (void *)0, 1))
 		uslab_priv_free_unmark(obj);
 	return obj;
 }
 
 /*
- * Push: about 11 instructions and four branches (NULL, full, the free key:
- * an object free already is a double free); the slow path (a half flush)
- * runs once per capacity / 2 objects at most.
+ * Push: about 10 instructions and three branches (NULL, full, the free key:
+ * with it, an object free already is a double free); the slow path (a half
+ * flush) runs once per capacity / 2 objects at most.
  */
 static inline __attribute__((always_inline)) void
 uslab_magazine_free_inline(struct uslab_magazine *m, void *obj)
@@ -345,7 +346,7 @@ uslab_magazine_free_inline(struct uslab_magazine *m, void *obj)
 		if (__builtin_expect(n == ~0u, 0))
 			return; /* a debug cache's magazine: freed to the cache, checked */
 	}
-	if (__builtin_expect(m->uslab_priv_free_key != 0, 1))
+	if (__builtin_expect(m->uslab_priv_free_key != 0, 0))
 		uslab_priv_free_mark(m->cache, obj, m->uslab_priv_free_key);
 	m->objs[n] = obj;
 	m->count = n + 1;
@@ -372,7 +373,7 @@ uslab_magazine_alloc_bulk_inline(struct uslab_magazine *m, size_t n, void **p)
 	for (size_t i = 0; i < n; i++)
 		p[i] = top[i];
 	m->count = k;
-	if (__builtin_expect(m->uslab_priv_free_key != 0, 1))
+	if (__builtin_expect(m->uslab_priv_free_key != 0, 0))
 		for (size_t i = 0; i < n; i++)
 			if (__builtin_expect(p[i] != (void *)0, 1)) /* (as in the pop) */
 				uslab_priv_free_unmark(p[i]);
@@ -395,7 +396,7 @@ uslab_magazine_free_bulk_inline(struct uslab_magazine *m, size_t n, void **p)
 
 		p[i] = (void *)0;
 		if (o) {
-			if (__builtin_expect(m->uslab_priv_free_key != 0, 1))
+			if (__builtin_expect(m->uslab_priv_free_key != 0, 0))
 				uslab_priv_free_mark(m->cache, o, m->uslab_priv_free_key);
 			objs[k++] = o;
 		}

@@ -52,6 +52,25 @@ extern "C" {
 #endif
 
 /*
+ * The private ABI's generation, bumped with every change to what the
+ * inline paths read or write (a structure's layout, a field's meaning).
+ * The symbols the inline paths reference carry it in their names: the
+ * thread's table (every cache and kmalloc path) and the magazine's slow
+ * paths (every magazine path). A program compiled with another
+ * generation's headers, inline, fails to link against this library, or to
+ * load with it: "undefined symbol: uslab_priv_pcs_table" (generation 1,
+ * the headers before issue 34) or "..._abiN". Rebuild it (doc/api.md,
+ * "Inline paths"). src/abi.c pins the structures to the library's.
+ * 2: the free key opt-in (issue 34): a keyed cache's pcs_off is 0, and the
+ *    inline kmalloc paths serve classes without the key.
+ */
+#define USLAB_PRIV_ABI 2
+#define uslab_priv_pcs_table uslab_priv_pcs_table_abi2
+#define uslab_priv_magazine_refill uslab_priv_magazine_refill_abi2
+#define uslab_priv_magazine_alloc_slow uslab_priv_magazine_alloc_slow_abi2
+#define uslab_priv_magazine_free_slow uslab_priv_magazine_free_slow_abi2
+
+/*
  * The library's large tables, declared weak where the inline paths read
  * them: a program built as PIE (gcc's default here) would otherwise get a
  * copy relocation of each, made at start-up into its own memory: 16 MiB of
@@ -250,14 +269,18 @@ struct uslab_priv_cache {
  * The default tier's free checks (doc/design.md, "Free checks").
  *
  * The free key: a random word of the process (bit 63 set, so never an
- * address and never 0), written into the first word of an object as it
- * goes into a sheaf (per thread or per CPU) or a magazine, and cleared
- * when one hands the object out again; a free that finds the key there
- * frees an object that is free already, and stops the program. A cache's
- * copy, free_key, is 0 where free objects are not uslab's to write: a
- * constructor or TYPESAFE_BY_RCU (the object keeps its state), pools and
- * external pools (the caller's), the debug tier (which checks more).
- * The inline kfree reads it from the thread's pcs (its copy of struct
+ * address and never 0), written into the first word of an object of a
+ * keyed cache as it goes into a sheaf (per thread or per CPU) or a
+ * magazine, and cleared when one hands the object out again; a free that
+ * finds the key there frees an object that is free already, and stops the
+ * program. Keyed: the malloc drop-in's classes and caches created with
+ * USLAB_FREE_KEY (or every cache, USLAB_FREE_KEY=1); a cache's copy,
+ * free_key, is 0 for all others, and always where free objects are not
+ * uslab's to write: a constructor or TYPESAFE_BY_RCU (the object keeps its
+ * state), pools and external pools (the caller's), the debug tier (which
+ * checks more). A keyed cache's pcs_off is 0, so the inline cache paths
+ * (which never touch an object) send its calls to the library; the inline
+ * kmalloc and kfree read the key from the thread's pcs (its copy of struct
  * uslab_priv_objgeo), a magazine from its own copy.
  */
 USLAB_API __attribute__((noreturn, cold))
@@ -273,10 +296,21 @@ USLAB_NO_ACCESS(2) void uslab_priv_double_free(struct uslab_cache *c, const void
 static inline __attribute__((always_inline)) void uslab_priv_free_mark(struct uslab_cache *c,
 								       void *obj, uintptr_t key)
 {
+	typedef uint32_t __attribute__((__may_alias__)) half;
+	const int hi = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__; /* the high half's index */
 	uintptr_t *w = (uintptr_t *)obj;
 
 	__asm__("" : "+r"(w));
-	if (__builtin_expect(*w == key, 0))
+	/*
+	 * The key's high half first, then its low half: a program's store
+	 * narrower than 8 bytes at the object's start (an int fd) is not
+	 * forwarded to an 8-byte load of the word, which would wait for it
+	 * to retire (a store-forwarding stall on every free); a 4-byte load
+	 * beside it does not wait. The high half has bit 63 set, which no
+	 * cleared word (0) and no pointer has: the low half is rarely read.
+	 */
+	if (__builtin_expect(((const half *)w)[hi] == (uint32_t)(key >> 32), 0) &&
+	    ((const half *)w)[!hi] == (uint32_t)key)
 		uslab_priv_double_free(c, obj);
 	*w = key;
 }
@@ -291,8 +325,9 @@ static inline __attribute__((always_inline)) void uslab_priv_free_unmark(void *o
  * The objects' places in the slabs of the cache with each id (a cache with
  * sheaves), for the interior-pointer check of the inline kfree: recip is
  * 2^64 / size rounded up, span the bytes from a slab's first object to the
- * end of its last (0: the cache's objects are not to be marked, the check
- * always fails and the library frees them), and the cache's free key. The
+ * end of its last (0: neither a kmalloc class nor keyed, or a debug cache:
+ * the check always fails and the library frees them), and the cache's free
+ * key (0: none). The
  * inline kfree reads the copy a thread's pcs holds beside its sheaf top
  * (struct uslab_priv_pcs), the per-CPU miss path this table. An address
  * @off bytes from its slab's first object is an object's start iff off <
@@ -302,7 +337,7 @@ static inline __attribute__((always_inline)) void uslab_priv_free_unmark(void *o
 struct uslab_priv_objgeo {
 	uint64_t recip;
 	uint64_t span;
-	uintptr_t free_key; /* the cache's (0 when span is) */
+	uintptr_t free_key; /* the cache's, 0: none (always when span is 0) */
 	uint64_t pad;
 };
 

@@ -259,7 +259,7 @@ static const struct death handle_misuse[] = {
 	  "uslab: BUG direct: object of cache elsewhere freed to this cache" },
 	/* These three use the cache "victim". */
 	{ "immediate double free, at the library's call", double_free_at_call,
-	  "uslab: BUG victim: double free (the object carries the free key" },
+	  "uslab: BUG victim: double free (the object is on top of this thread's sheaf)" },
 	{ "stack pointer, at the library's call (sheaves)", foreign_at_library_call,
 	  "uslab: BUG victim: free of a pointer uslab did not hand out" },
 	{ "wrong cache, at the library's call (sheaves)", wrong_cache_at_library_call,

@@ -3,16 +3,23 @@
  * test_freecheck.c - every misuse of a free, each in a child process, and
  * where it is caught: at the call (the child stops inside the bad free,
  * before it prints its next line), later (when its objects reach their
- * slabs: shrink), or not at all. The default tier's free key and
- * interior-pointer check (doc/design.md, "Free checks") must catch the
- * double frees and the interior frees at the call; the debug tier
- * (USLAB_DEBUG=F, the run named "F") every kind at the call.
+ * slabs: shrink), or not at all. Each kind runs against a cache created
+ * with USLAB_FREE_KEY (doc/design.md, "Free checks"), whose free key must
+ * catch every double free at the call, and against a default cache, which
+ * writes no free object: the library's naive check catches an immediate
+ * double free at its call, the slabs the rest later (or nothing, where an
+ * object freed twice is handed out twice: the kernel's and DPDK's default
+ * contract). The kmalloc kinds follow USLAB_FREE_KEY in the environment
+ * (1: keyed; unset: the kernel's kmalloc, as without the malloc drop-in).
+ * The interior-pointer check catches interior frees at the call in both.
+ * The debug tier (USLAB_DEBUG=F, the run named "F") catches every kind at
+ * the call.
  *
  *	api_freecheck [TIER]	TIER: "default" (the default) or "F"; the
  *				table of outcomes goes to stdout
  *
  * Built inline and with USLAB_NO_INLINE (api_freecheck_noinline), and run
- * with USLAB_PERCPU=1 (per-CPU sheaves) too.
+ * with USLAB_PERCPU=1 (per-CPU sheaves) and USLAB_FREE_KEY=1 too.
  */
 #include <uslab.h>
 #include <pthread.h>
@@ -21,7 +28,9 @@
 
 #include "../test.h"
 
-static struct uslab_cache *cache, *other, *nokey;
+/* cache: the one a kind uses (keyed, then plain); other: another cache. */
+static struct uslab_cache *cache, *keyed, *plain, *other, *nokey;
+static bool all_keyed; /* USLAB_FREE_KEY=1: plain and the kmalloc classes have the key too */
 
 #define AFTER "-- after the call --"
 
@@ -32,7 +41,7 @@ static void later(void)
 	fflush(stderr);
 	uslab_cache_shrink(cache);
 	uslab_cache_shrink(other);
-	for (size_t size = 64; size <= 256; size += 64)
+	for (size_t size = 8; size <= 256; size += 8)
 		uslab_cache_shrink(uslab_kmalloc_cache(size));
 }
 
@@ -213,14 +222,16 @@ static void nokey_immediate(void *arg)
 
 /*
  * A free object's first word: the free key's while it waits (cleared when
- * handed out again), the program's own in a USLAB_NO_FREE_KEY cache.
+ * handed out again) in a keyed cache, the program's own in a default or a
+ * USLAB_NO_FREE_KEY cache.
  */
 static void test_first_word(void)
 {
 	const uint64_t mark = 0x1122334455667788ull;
 
-	for (int with_key = 0; with_key < 2; with_key++) {
-		struct uslab_cache *c = with_key ? cache : nokey;
+	for (int k = 0; k < 3; k++) {
+		bool with_key = k == 1 || (k == 0 && all_keyed);
+		struct uslab_cache *c = k == 0 ? plain : k == 1 ? keyed : nokey;
 		uint64_t *o = uslab_cache_alloc(c), *again;
 		int same = 0;
 
@@ -233,7 +244,9 @@ static void test_first_word(void)
 			if (same)
 				CHECK(*again == (with_key ? 0 : mark),
 				      "%s: first word %#llx after a free and an alloc",
-				      with_key ? "with the key" : "USLAB_NO_FREE_KEY",
+				      k == 0 ? "default" :
+				      k == 1 ? "with the key" :
+					       "USLAB_NO_FREE_KEY",
 				      (unsigned long long)*again);
 			o = again;
 		}
@@ -270,8 +283,12 @@ struct kind {
 	const char *name;
 	void (*fn)(void *);
 	void *arg;
-	/* where the default tier must catch it: inline paths, library functions */
+	/* where the default tier must catch it with the key: inline paths, library functions */
 	enum where inline_tier, library_tier;
+	/* and without (a default cache, or kmalloc without USLAB_FREE_KEY=1) */
+	enum where inline_plain, library_plain;
+	/* PER_CACHE: run with each cache; KMALLOC: once, keyed as the environment says; OWN: once */
+	enum { PER_CACHE, KMALLOC, OWN } scope;
 };
 
 #ifdef USLAB_NO_INLINE
@@ -280,27 +297,45 @@ struct kind {
 #define LIB 0
 #endif
 
+/*
+ * Without the key, a double free into a magazine is missed: the object is
+ * handed out twice, as by DPDK's mempool cache (the debug tier catches it).
+ */
 static const struct kind kinds[] = {
-	{ "immediate double free", immediate, NULL, AT_CALL, AT_CALL },
-	{ "free(p) free(q) free(p)", delayed, (void *)1, AT_CALL, AT_CALL },
-	{ "double free, 100 frees apart (past a sheaf)", delayed, (void *)100, AT_CALL, AT_CALL },
-	{ "double free, 5000 frees apart (the barn)", delayed, (void *)5000, AT_CALL, AT_CALL },
-	{ "double free across threads", cross_thread, NULL, AT_CALL, AT_CALL },
-	{ "double free inside one bulk free", bulk_twice, NULL, AT_CALL, AT_CALL },
-	{ "free, then a bulk free with it", bulk_after_free, NULL, AT_CALL, AT_CALL },
-	{ "double free into a magazine", magazine_twice, NULL, AT_CALL, AT_CALL },
-	{ "free to the cache, then to a magazine", magazine_after_free, NULL, AT_CALL, AT_CALL },
-	{ "double add to a free batch (caught at its flush)", batch_twice, NULL, AT_CALL, AT_CALL },
+	{ "immediate double free", immediate, NULL, AT_CALL, AT_CALL, LATER, AT_CALL, PER_CACHE },
+	{ "free(p) free(q) free(p)", delayed, (void *)1, AT_CALL, AT_CALL, LATER, LATER,
+	  PER_CACHE },
+	{ "double free, 100 frees apart (past a sheaf)", delayed, (void *)100, AT_CALL, AT_CALL,
+	  LATER, LATER, PER_CACHE },
+	{ "double free, 5000 frees apart (the barn)", delayed, (void *)5000, AT_CALL, AT_CALL,
+	  LATER, LATER, PER_CACHE },
+	{ "double free across threads", cross_thread, NULL, AT_CALL, AT_CALL, LATER, LATER,
+	  PER_CACHE },
+	{ "double free inside one bulk free", bulk_twice, NULL, AT_CALL, AT_CALL, LATER, LATER,
+	  PER_CACHE },
+	{ "free, then a bulk free with it", bulk_after_free, NULL, AT_CALL, AT_CALL, LATER, LATER,
+	  PER_CACHE },
+	{ "double free into a magazine", magazine_twice, NULL, AT_CALL, AT_CALL, MISSED, MISSED,
+	  PER_CACHE },
+	{ "free to the cache, then to a magazine", magazine_after_free, NULL, AT_CALL, AT_CALL,
+	  MISSED, MISSED, PER_CACHE },
+	{ "double add to a free batch (caught at its flush)", batch_twice, NULL, AT_CALL, AT_CALL,
+	  LATER, LATER, PER_CACHE },
 	/* The inline cache free looks nothing up: its interior free is found at the slab. */
-	{ "free of p + 8", interior, NULL, LATER, AT_CALL },
-	{ "free to the wrong cache", wrong_cache, NULL, LATER, AT_CALL },
-	{ "free of a pointer uslab did not hand out", foreign, NULL, LATER, AT_CALL },
-	{ "kfree twice", kfree_immediate, NULL, AT_CALL, AT_CALL },
-	{ "kfree(p) kfree(q) kfree(p)", kfree_delayed, NULL, AT_CALL, AT_CALL },
-	{ "kfree of p + 8", kfree_interior, (void *)8, AT_CALL, AT_CALL },
-	{ "kfree_bulk with an object twice", kfree_bulk_twice, NULL, AT_CALL, AT_CALL },
+	{ "free of p + 8", interior, NULL, LATER, AT_CALL, LATER, AT_CALL, PER_CACHE },
+	{ "free to the wrong cache", wrong_cache, NULL, LATER, AT_CALL, LATER, AT_CALL, PER_CACHE },
+	{ "free of a pointer uslab did not hand out", foreign, NULL, LATER, AT_CALL, LATER, AT_CALL,
+	  PER_CACHE },
+	{ "kfree twice", kfree_immediate, NULL, AT_CALL, AT_CALL, LATER, AT_CALL, KMALLOC },
+	{ "kfree(p) kfree(q) kfree(p)", kfree_delayed, NULL, AT_CALL, AT_CALL, LATER, LATER,
+	  KMALLOC },
+	{ "kfree of p + 8", kfree_interior, (void *)8, AT_CALL, AT_CALL, AT_CALL, AT_CALL,
+	  KMALLOC },
+	{ "kfree_bulk with an object twice", kfree_bulk_twice, NULL, AT_CALL, AT_CALL, LATER, LATER,
+	  KMALLOC },
 	/* Switched off: the naive check of a library push at best, else the slab. */
-	{ "double free, USLAB_NO_FREE_KEY cache", nokey_immediate, NULL, LATER, LATER },
+	{ "double free, USLAB_NO_FREE_KEY cache", nokey_immediate, NULL, LATER, LATER, LATER, LATER,
+	  OWN },
 };
 
 int main(int argc, char **argv)
@@ -310,27 +345,50 @@ int main(int argc, char **argv)
 	static char buf[1 << 16];
 	unsigned int caught = 0, n = 0;
 
+	const char *env_key = getenv("USLAB_FREE_KEY");
+
+	all_keyed = env_key && strcmp(env_key, "1") == 0;
 	setvbuf(stdout, NULL, _IONBF, 0);
-	cache = uslab_cache_create("victim", 256, NULL, 0);
+	keyed = uslab_cache_create("victim", 256, NULL, USLAB_FREE_KEY);
+	plain = uslab_cache_create("plain", 256, NULL, 0);
 	other = uslab_cache_create("other", 256, NULL, 0);
 	nokey = uslab_cache_create("nokey", 256, NULL, USLAB_NO_FREE_KEY);
-	CHECK(cache && other && nokey, "create");
+	CHECK(keyed && plain && other && nokey, "create");
+	CHECK(!uslab_cache_create("both", 256, NULL, USLAB_FREE_KEY | USLAB_NO_FREE_KEY) &&
+		      errno == EINVAL,
+	      "USLAB_FREE_KEY with USLAB_NO_FREE_KEY: EINVAL");
 	if (!debug)
 		test_first_word(); /* (the debug tier poisons and checks free objects) */
-	printf("| misuse (%s tier, %s) | caught |\n|---|---|\n", tier,
+	printf("| misuse (%s tier, %s) | cache | caught |\n|---|---|---|\n", tier,
 	       LIB ? "library functions" : "inline paths");
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-		const struct kind *k = &kinds[i];
-		enum where want = debug ? AT_CALL : LIB ? k->library_tier : k->inline_tier;
-		enum where got = trial(k->fn, k->arg, buf, sizeof(buf));
+	for (int pass = 0; pass < 2; pass++) {
+		cache = pass ? keyed : plain;
+		for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+			const struct kind *k = &kinds[i];
+			bool key = all_keyed || (k->scope != KMALLOC && pass == 1);
+			enum where want = debug ? AT_CALL :
+					  key	? (LIB ? k->library_tier : k->inline_tier) :
+						  (LIB ? k->library_plain : k->inline_plain);
+			enum where got;
 
-		printf("| %s | %s |\n", k->name, where_name[got]);
-		n++;
-		caught += got == AT_CALL;
-		/* Caught at least where promised: earlier is fine, never later. */
-		CHECK(got <= want, "%s: caught %s, want %s; stderr:\n%s", k->name, where_name[got],
-		      where_name[want], buf);
+			if (k->scope != PER_CACHE && pass == 0)
+				continue; /* (once: they use no cache of the pass) */
+			got = trial(k->fn, k->arg, buf, sizeof(buf));
+			printf("| %s | %s | %s |\n", k->name,
+			       k->scope == KMALLOC ? (key ? "kmalloc, keyed" : "kmalloc") :
+			       pass == 0 && key	   ? "default, keyed" :
+			       k->scope == OWN	   ? "its own" :
+			       pass		   ? "USLAB_FREE_KEY" :
+						     "default",
+			       where_name[got]);
+			n++;
+			caught += got == AT_CALL;
+			/* Caught at least where promised: earlier is fine, never later. */
+			CHECK(got <= want, "%s (%s): caught %s, want %s; stderr:\n%s", k->name,
+			      pass ? "keyed" : "default", where_name[got], where_name[want], buf);
+		}
 	}
+	cache = keyed;
 	/* Every offset inside an object of a kmalloc class, freed: each at the call. */
 	for (uintptr_t off = 8; off < 192; off += 8) {
 		enum where got = trial(kfree_interior, (void *)off, buf, sizeof(buf));

@@ -359,11 +359,35 @@ static void put_null_array(void *arg)
 	uslab_pool_put_bulk(c, 3, NULL);
 }
 
+/*
+ * A pool object put back twice, with other puts and gets between: the debug
+ * tier (F) reports it at the second put (at cc44a97 the put copied it into
+ * the sheaves unchecked, and it was handed out twice).
+ */
+static void debug_double_put(void *arg)
+{
+	struct uslab_cache_args a = { .reserve = 64 };
+	struct uslab_cache *c =
+		uslab_cache_create("pool-dbg", 256, &a, USLAB_POOL | USLAB_CONSISTENCY_CHECKS);
+	void *p[8];
+
+	(void)arg;
+	if (!c || uslab_pool_get_bulk(c, 8, p))
+		abort();
+	uslab_pool_put_bulk(c, 2, p);
+	uslab_pool_put_bulk(c, 6, p + 2);
+	if (uslab_pool_get_bulk(c, 3, p + 2))
+		abort();
+	uslab_pool_put_bulk(c, 1, p); /* p[0]: free already */
+}
+
 static void test_misuse(void)
 {
 	static const struct death t[] = {
 		{ "immediate double free into an external pool", ext_double_free, "double free" },
 		{ "put of a NULL array", put_null_array, "NULL array" },
+		{ "a pool object put twice, debug tier", debug_double_put,
+		  "uslab: BUG pool-dbg: double free at" },
 	};
 
 	EXPECT_DEATHS(t);
