@@ -31,16 +31,16 @@ extern "C" {
 #define USLAB_VERSION_MINOR 1
 
 #if defined(__GNUC__)
-#define USLAB_API __attribute__((visibility("default")))
-#define USLAB_MALLOC_ATTR __attribute__((malloc))
+#define USLAB_API __attribute__((__visibility__("default")))
+#define USLAB_MALLOC_ATTR __attribute__((__malloc__))
 #else
 #define USLAB_API
 #define USLAB_MALLOC_ATTR
 #endif
 /* The pointer argument @n is an address only: its bytes are not read (no uninitialised warning). */
 #if defined(__has_attribute) && !defined(USLAB_NO_ACCESS)
-#if __has_attribute(access)
-#define USLAB_NO_ACCESS(n) __attribute__((access(none, n)))
+#if __has_attribute(__access__)
+#define USLAB_NO_ACCESS(n) __attribute__((__access__(__none__, n)))
 #endif
 #endif
 #ifndef USLAB_NO_ACCESS

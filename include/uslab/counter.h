@@ -166,8 +166,8 @@ USLAB_API void uslab_idgen_destroy(struct uslab_idgen *g);
 #include <uslab/priv.h>
 
 /* About 10 instructions: the slot, its generation, the sum against the batch, a store. */
-static inline __attribute__((always_inline)) void uslab_counter_add_inline(struct uslab_counter *c,
-									   int64_t delta)
+static inline __attribute__((__always_inline__)) void
+uslab_counter_add_inline(struct uslab_counter *c, int64_t delta)
 {
 	if (__builtin_expect(c->idx < uslab_priv_ncslots, 1)) {
 		struct uslab_priv_cslot *s = &uslab_priv_cslots[c->idx];
@@ -181,7 +181,8 @@ static inline __attribute__((always_inline)) void uslab_counter_add_inline(struc
 	uslab_priv_counter_add_slow(c, delta);
 }
 
-static inline __attribute__((always_inline)) uint64_t uslab_idgen_next_inline(struct uslab_idgen *g)
+static inline __attribute__((__always_inline__)) uint64_t
+uslab_idgen_next_inline(struct uslab_idgen *g)
 {
 	if (__builtin_expect(g->idx < uslab_priv_ncslots, 1)) {
 		struct uslab_priv_cslot *s = &uslab_priv_cslots[g->idx];

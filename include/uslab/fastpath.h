@@ -45,8 +45,8 @@
  * per-CPU cache's calls come here): the CPU's sheaf in an rseq section,
  * else the library. About 14 instructions and the slot's and sheaf's lines.
  */
-static __attribute__((noinline, unused)) void *uslab_priv_alloc_miss(struct uslab_cache *c,
-								     void **top)
+static __attribute__((__noinline__, __unused__)) void *uslab_priv_alloc_miss(struct uslab_cache *c,
+									     void **top)
 {
 #ifdef USLAB_PRIV_RSEQ
 	const struct uslab_priv_cache *h = (const struct uslab_priv_cache *)(const void *)c;
@@ -67,8 +67,8 @@ static __attribute__((noinline, unused)) void *uslab_priv_alloc_miss(struct usla
 	return uslab_priv_alloc_slow(c);
 }
 
-static __attribute__((noinline, unused)) void uslab_priv_free_miss(struct uslab_cache *c, void *obj,
-								   void **top)
+static __attribute__((__noinline__, __unused__)) void uslab_priv_free_miss(struct uslab_cache *c,
+									   void *obj, void **top)
 {
 #ifdef USLAB_PRIV_RSEQ
 	const struct uslab_priv_cache *h = (const struct uslab_priv_cache *)(const void *)c;
@@ -95,7 +95,8 @@ static __attribute__((noinline, unused)) void uslab_priv_free_miss(struct uslab_
  * (USLAB_FREE_KEY) shows these paths the always-empty entry, so its calls
  * reach the library, which marks.
  */
-static inline __attribute__((always_inline)) void *uslab_cache_alloc_inline(struct uslab_cache *c)
+static inline __attribute__((__always_inline__)) void *
+uslab_cache_alloc_inline(struct uslab_cache *c)
 {
 	char *table = uslab_priv_pcs_table;
 	struct uslab_priv_pcs *p;
@@ -116,8 +117,8 @@ static inline __attribute__((always_inline)) void *uslab_cache_alloc_inline(stru
  * Push the main sheaf: 13 instructions, three branches (a NULL object: a
  * no-op; a NULL cache: the library). The object is not read or written.
  */
-static inline __attribute__((always_inline)) void uslab_cache_free_inline(struct uslab_cache *c,
-									  void *obj)
+static inline __attribute__((__always_inline__)) void uslab_cache_free_inline(struct uslab_cache *c,
+									      void *obj)
 {
 	char *table = uslab_priv_pcs_table;
 	struct uslab_priv_pcs *p;
@@ -143,7 +144,7 @@ static inline __attribute__((always_inline)) void uslab_cache_free_inline(struct
  * Copy n objects off the main sheaf when it holds them: a compare and a
  * copy, a vector at a time from USLAB_PRIV_BULK_VECTOR objects.
  */
-static inline __attribute__((always_inline)) size_t
+static inline __attribute__((__always_inline__)) size_t
 uslab_cache_alloc_bulk_inline(struct uslab_cache *c, size_t n, void **objs)
 {
 	struct uslab_priv_pcs *p;
@@ -176,7 +177,7 @@ uslab_cache_alloc_bulk_inline(struct uslab_cache *c, size_t n, void **objs)
  * tested on the way, then the NULLs squeezed out if there were any. A NULL
  * array goes to the library (which does nothing).
  */
-static inline __attribute__((always_inline)) void
+static inline __attribute__((__always_inline__)) void
 uslab_cache_free_bulk_inline(struct uslab_cache *c, size_t n, void **objs)
 {
 	struct uslab_priv_pcs *p;
@@ -212,8 +213,8 @@ uslab_cache_free_bulk_inline(struct uslab_cache *c, size_t n, void **objs)
  * uslab_pool_get_bulk() when main holds n objects: a copy, 0 returned. Any
  * other case (n 0, NULL, more than main holds) calls the library.
  */
-static inline __attribute__((always_inline)) int uslab_pool_get_bulk_inline(struct uslab_cache *c,
-									    size_t n, void **objs)
+static inline __attribute__((__always_inline__)) int
+uslab_pool_get_bulk_inline(struct uslab_cache *c, size_t n, void **objs)
 {
 	struct uslab_priv_pcs *p;
 	void **top;
@@ -231,7 +232,7 @@ static inline __attribute__((always_inline)) int uslab_pool_get_bulk_inline(stru
 }
 
 /* uslab_pool_put_bulk() when main has room for n: a copy (the array is not written). */
-static inline __attribute__((always_inline)) void
+static inline __attribute__((__always_inline__)) void
 uslab_pool_put_bulk_inline(struct uslab_cache *c, size_t n, void *const *objs)
 {
 	struct uslab_priv_pcs *p;

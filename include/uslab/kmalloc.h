@@ -233,7 +233,8 @@ USLAB_API USLAB_NO_ACCESS(1) void *uslab_slab_of(const void *p);
  * their code: with the per-CPU branch inline, the random-size pair cost
  * 7.4 ns instead of 6.9 (kmalloc-uslab). They look the class up again.
  */
-static __attribute__((noinline, cold, unused)) void *uslab_priv_kmalloc_miss(size_t size)
+static __attribute__((__noinline__, __cold__, __unused__)) void *
+uslab_priv_kmalloc_miss(size_t size)
 {
 #ifdef USLAB_PRIV_RSEQ
 	if (size - 1 < USLAB_KMALLOC_MAX_CACHE_SIZE) {
@@ -254,7 +255,7 @@ static __attribute__((noinline, cold, unused)) void *uslab_priv_kmalloc_miss(siz
 	return uslab_priv_kmalloc_slow(size);
 }
 
-static __attribute__((noinline, cold, unused))
+static __attribute__((__noinline__, __cold__, __unused__))
 USLAB_NO_ACCESS(1) void uslab_priv_kfree_miss(const void *obj)
 {
 #ifdef USLAB_PRIV_RSEQ
@@ -283,7 +284,7 @@ USLAB_NO_ACCESS(1) void uslab_priv_kfree_miss(const void *obj)
 	uslab_priv_kfree_slow(obj);
 }
 
-static inline __attribute__((always_inline)) void *uslab_kmalloc_inline(size_t size)
+static inline __attribute__((__always_inline__)) void *uslab_kmalloc_inline(size_t size)
 {
 	if (__builtin_expect(size - 1 < USLAB_KMALLOC_MAX_CACHE_SIZE, 1)) {
 		struct uslab_priv_pcs *p = uslab_priv_pcs_of_id(
@@ -318,7 +319,7 @@ static inline __attribute__((always_inline)) void *uslab_kmalloc_inline(size_t s
  * neither kmalloc classes nor keyed (id 0, or span 0), free slabs and a
  * full sheaf go to the library.
  */
-static inline __attribute__((always_inline))
+static inline __attribute__((__always_inline__))
 USLAB_NO_ACCESS(1) void uslab_kfree_inline(const void *obj)
 {
 	unsigned long a = (unsigned long)obj, e;

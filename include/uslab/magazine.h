@@ -308,7 +308,7 @@ USLAB_API void uslab_free_batch_flush(struct uslab_free_batch *b);
  * key, the object's first word, cleared). The slow path (a refill) runs
  * once per @refill objects at most.
  */
-static inline __attribute__((always_inline)) void *
+static inline __attribute__((__always_inline__)) void *
 uslab_magazine_alloc_inline(struct uslab_magazine *m)
 {
 	unsigned int n = m->count;
@@ -334,7 +334,7 @@ uslab_magazine_alloc_inline(struct uslab_magazine *m)
  * with it, an object free already is a double free); the slow path (a half
  * flush) runs once per capacity / 2 objects at most.
  */
-static inline __attribute__((always_inline)) void
+static inline __attribute__((__always_inline__)) void
 uslab_magazine_free_inline(struct uslab_magazine *m, void *obj)
 {
 	unsigned int n = m->count;
@@ -359,7 +359,7 @@ uslab_magazine_free_inline(struct uslab_magazine *m, void *obj)
  */
 
 /* Copy n objects off the magazine when it holds them: a compare and a copy. */
-static inline __attribute__((always_inline)) size_t
+static inline __attribute__((__always_inline__)) size_t
 uslab_magazine_alloc_bulk_inline(struct uslab_magazine *m, size_t n, void **p)
 {
 	unsigned int k = m->count;
@@ -381,7 +381,7 @@ uslab_magazine_alloc_bulk_inline(struct uslab_magazine *m, size_t n, void **p)
 }
 
 /* Push n objects (skipping NULLs, clearing the array) when they fit. */
-static inline __attribute__((always_inline)) void
+static inline __attribute__((__always_inline__)) void
 uslab_magazine_free_bulk_inline(struct uslab_magazine *m, size_t n, void **p)
 {
 	unsigned int k = m->count;
@@ -404,14 +404,14 @@ uslab_magazine_free_bulk_inline(struct uslab_magazine *m, size_t n, void **p)
 	m->count = k;
 }
 
-static inline __attribute__((always_inline)) unsigned int
+static inline __attribute__((__always_inline__)) unsigned int
 uslab_magazine_count_inline(const struct uslab_magazine *m)
 {
 	return m->count;
 }
 
 /* A store, an increment, a compare; one bulk free per USLAB_FREE_BATCH_SIZE. */
-static inline __attribute__((always_inline)) void
+static inline __attribute__((__always_inline__)) void
 uslab_free_batch_add_inline(struct uslab_free_batch *b, void *obj)
 {
 	if (__builtin_expect(!obj, 0))

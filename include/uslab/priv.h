@@ -79,7 +79,7 @@ extern "C" {
  * the GOT (one load; linked statically, the linker resolves it).
  */
 #ifdef USLAB_PRIV_INLINE
-#define USLAB_PRIV_BIG_DATA __attribute__((weak))
+#define USLAB_PRIV_BIG_DATA __attribute__((__weak__))
 #else
 #define USLAB_PRIV_BIG_DATA
 #endif
@@ -143,16 +143,18 @@ extern "C" {
  * cannot forward (n = 3 with one: 3.1 ns per object instead of 1.4).
  */
 #if defined(__GNUC__) && defined(__AVX2__)
-typedef uintptr_t uslab_priv_ptrv __attribute__((vector_size(32), aligned(8), __may_alias__));
+typedef uintptr_t uslab_priv_ptrv
+	__attribute__((__vector_size__(32), __aligned__(8), __may_alias__));
 #define USLAB_PRIV_PTRV 4
 #elif defined(__GNUC__)
-typedef uintptr_t uslab_priv_ptrv __attribute__((vector_size(16), aligned(8), __may_alias__));
+typedef uintptr_t uslab_priv_ptrv
+	__attribute__((__vector_size__(16), __aligned__(8), __may_alias__));
 #define USLAB_PRIV_PTRV 2
 #endif
 
 /* Copy @src[0..n) to @dst (not overlapping). */
-static inline __attribute__((always_inline)) void uslab_priv_copy_ptrs(void **dst, void *const *src,
-								       size_t n)
+static inline __attribute__((__always_inline__)) void
+uslab_priv_copy_ptrs(void **dst, void *const *src, size_t n)
 {
 	size_t i = 0;
 
@@ -171,8 +173,8 @@ static inline __attribute__((always_inline)) void uslab_priv_copy_ptrs(void **ds
  * NULL sets it, and so does a pointer at or above 2^63, which is no object:
  * the caller's exact pass then costs time only).
  */
-static inline __attribute__((always_inline)) uintptr_t uslab_priv_move_ptrs(void **dst, void **src,
-									    size_t n)
+static inline __attribute__((__always_inline__)) uintptr_t
+uslab_priv_move_ptrs(void **dst, void **src, size_t n)
 {
 	uintptr_t z = 0;
 	size_t i = 0;
@@ -207,7 +209,8 @@ static inline __attribute__((always_inline)) uintptr_t uslab_priv_move_ptrs(void
  * its array had a hole, and a loop inline made callers' own inline
  * wrappers too big for gcc to inline.
  */
-static __attribute__((noinline, cold, unused)) size_t uslab_priv_squeeze(void **p, size_t n)
+static __attribute__((__noinline__, __cold__, __unused__)) size_t uslab_priv_squeeze(void **p,
+										     size_t n)
 {
 	size_t m = 0;
 
@@ -251,7 +254,7 @@ struct uslab_priv_pcpu {
 	struct uslab_priv_sheaf *main;
 	struct uslab_priv_sheaf *spare;
 	uint32_t stop;
-} __attribute__((aligned(64)));
+} __attribute__((__aligned__(64)));
 
 /*
  * The hot part of a cache, its first bytes: where its sheaves are in a
@@ -283,7 +286,7 @@ struct uslab_priv_cache {
  * kmalloc and kfree read the key from the thread's pcs (its copy of struct
  * uslab_priv_objgeo), a magazine from its own copy.
  */
-USLAB_API __attribute__((noreturn, cold))
+USLAB_API __attribute__((__noreturn__, __cold__))
 USLAB_NO_ACCESS(2) void uslab_priv_double_free(struct uslab_cache *c, const void *obj);
 
 /*
@@ -293,8 +296,8 @@ USLAB_NO_ACCESS(2) void uslab_priv_double_free(struct uslab_cache *c, const void
  * word is uslab's, and the free's access(none) contract stays true for
  * -Wmaybe-uninitialized).
  */
-static inline __attribute__((always_inline)) void uslab_priv_free_mark(struct uslab_cache *c,
-								       void *obj, uintptr_t key)
+static inline __attribute__((__always_inline__)) void uslab_priv_free_mark(struct uslab_cache *c,
+									   void *obj, uintptr_t key)
 {
 	typedef uint32_t __attribute__((__may_alias__)) half;
 	const int hi = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__; /* the high half's index */
@@ -316,7 +319,7 @@ static inline __attribute__((always_inline)) void uslab_priv_free_mark(struct us
 }
 
 /* An object handed out: its first word no longer the key. */
-static inline __attribute__((always_inline)) void uslab_priv_free_unmark(void *obj)
+static inline __attribute__((__always_inline__)) void uslab_priv_free_unmark(void *obj)
 {
 	*(uintptr_t *)obj = 0;
 }
@@ -394,7 +397,7 @@ struct uslab_priv_objgeo {
 	".popsection\n\t"
 
 /* Pop this CPU's main sheaf. Return: the object, or NULL (empty, or no slot). */
-static inline __attribute__((always_inline)) void *
+static inline __attribute__((__always_inline__)) void *
 uslab_priv_pcpu_pop(struct uslab_priv_pcpu *slots, unsigned int nr)
 {
 	void *obj;
@@ -417,8 +420,8 @@ uslab_priv_pcpu_pop(struct uslab_priv_pcpu *slots, unsigned int nr)
 }
 
 /* Push @obj onto this CPU's main sheaf. Return: 0 if it is full (or no slot). */
-static inline __attribute__((always_inline)) int uslab_priv_pcpu_push(struct uslab_priv_pcpu *slots,
-								      unsigned int nr, void *obj)
+static inline __attribute__((__always_inline__)) int
+uslab_priv_pcpu_push(struct uslab_priv_pcpu *slots, unsigned int nr, void *obj)
 {
 	int ok;
 
@@ -452,7 +455,7 @@ extern USLAB_API struct uslab_priv_pcpu *uslab_priv_pcpu_of_id[] USLAB_PRIV_BIG_
 extern USLAB_API unsigned int uslab_priv_pcpu_nr;
 
 /* This thread's table of sheaves (all zero until its first slow path). */
-extern USLAB_API __thread char *uslab_priv_pcs_table __attribute__((tls_model("initial-exec")));
+extern USLAB_API __thread char *uslab_priv_pcs_table __attribute__((__tls_model__("initial-exec")));
 
 USLAB_API void *uslab_priv_alloc_slow(struct uslab_cache *c);
 USLAB_API void uslab_priv_free_slow(struct uslab_cache *c, void *obj);
@@ -473,7 +476,7 @@ static inline struct uslab_priv_pcs *uslab_priv_pcs_of(const struct uslab_cache 
 }
 
 /* This thread's hot sheaves of the cache with id @id (0: the always empty entry). */
-static inline __attribute__((always_inline)) struct uslab_priv_pcs *
+static inline __attribute__((__always_inline__)) struct uslab_priv_pcs *
 uslab_priv_pcs_of_id(unsigned int id)
 {
 	return (struct uslab_priv_pcs *)(void *)(uslab_priv_pcs_table +
@@ -503,8 +506,8 @@ USLAB_API USLAB_NO_ACCESS(1) void uslab_priv_kfree_slow(const void *p);
  * one per slab before @a's. The one copy of this arithmetic (the inline
  * kfree and the library's lookups use it).
  */
-static inline __attribute__((always_inline)) const char *uslab_priv_slab_desc(unsigned long a,
-									      unsigned long e)
+static inline __attribute__((__always_inline__)) const char *uslab_priv_slab_desc(unsigned long a,
+										  unsigned long e)
 {
 	return (const char *)((e & ~USLAB_PRIV_ENTRY_SHIFT_MASK) +
 			      (((a & ((1ul << USLAB_PRIV_ARENA_SHIFT) - 1)) >>
@@ -518,7 +521,7 @@ static inline __attribute__((always_inline)) const char *uslab_priv_slab_desc(un
  * struct uslab_priv_objgeo has @recip and @span (span 0: never): a load, a
  * multiply, two compares.
  */
-static inline __attribute__((always_inline)) int
+static inline __attribute__((__always_inline__)) int
 uslab_priv_at_object(unsigned long a, const char *d, uint64_t recip, uint64_t span)
 {
 	uint64_t off = a + *(const unsigned long *)(const void *)(d + USLAB_PRIV_SLAB_FIRST);
@@ -527,13 +530,13 @@ uslab_priv_at_object(unsigned long a, const char *d, uint64_t recip, uint64_t sp
 }
 
 /* The cache id in slab descriptor @d. */
-static inline __attribute__((always_inline)) unsigned int uslab_priv_desc_id(const char *d)
+static inline __attribute__((__always_inline__)) unsigned int uslab_priv_desc_id(const char *d)
 {
 	return *(const unsigned short *)(const void *)(d + USLAB_PRIV_SLAB_PCS_ID);
 }
 
 /* The class of a request of 1..USLAB_KMALLOC_MAX_CACHE_SIZE bytes: a few instructions. */
-static inline __attribute__((always_inline)) unsigned int uslab_priv_kmalloc_index(size_t size)
+static inline __attribute__((__always_inline__)) unsigned int uslab_priv_kmalloc_index(size_t size)
 {
 	unsigned int k;
 
@@ -576,8 +579,9 @@ struct uslab_priv_cslot {
 
 /* This thread's table of slots and its length (0 until its first slow path). */
 extern USLAB_API __thread struct uslab_priv_cslot *uslab_priv_cslots
-	__attribute__((tls_model("initial-exec")));
-extern USLAB_API __thread uint32_t uslab_priv_ncslots __attribute__((tls_model("initial-exec")));
+	__attribute__((__tls_model__("initial-exec")));
+extern USLAB_API __thread uint32_t uslab_priv_ncslots
+	__attribute__((__tls_model__("initial-exec")));
 
 USLAB_API void uslab_priv_counter_add_slow(struct uslab_counter *c, int64_t delta);
 USLAB_API uint64_t uslab_priv_idgen_next_slow(struct uslab_idgen *g);
