@@ -3,7 +3,95 @@
  * Every public header compiles and links, as C11 (api_headers_c) and as
  * C++ (api_headers_cxx: tests/CMakeLists.txt compiles this same file as
  * C++, so write what both languages accept).
+ *
+ * With USLAB_TEST_ATTRIBUTE_MACROS (api_headers_macros_c, _cxx): first
+ * the words a program may define as macros, as the kernel defines
+ * noinline and <stdnoreturn.h> noreturn, each to a stray token that breaks
+ * any use of it: the headers must spell every attribute __name__ (issue
+ * 35 item 4). The C library's headers come first, as in a program.
  */
+#ifdef USLAB_TEST_ATTRIBUTE_MACROS
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#if __has_include(<sys/rseq.h>)
+#include <sys/rseq.h>
+#endif
+/* GCC's attribute names, and their arguments' words. */
+#define access @
+#define alias @
+#define aligned @
+#define alloc_align @
+#define alloc_size @
+#define always_inline @
+#define artificial @
+#define assume_aligned @
+#define cleanup @
+#define cold @
+#define constructor @
+#define copy @
+#define deprecated @
+#define destructor @
+#define error @
+#define externally_visible @
+#define fallthrough @
+#define flatten @
+#define format @
+#define format_arg @
+#define gnu_inline @
+#define hot @
+#define leaf @
+#define likely @
+#define malloc @
+#define may_alias @
+#define mode @
+#define no_instrument_function @
+#define no_sanitize @
+#define no_sanitize_address @
+#define noclone @
+#define noinline @
+#define noipa @
+#define none @
+#define nonnull @
+#define noreturn @
+#define nothrow @
+#define optimize @
+#define packed @
+#define pure @
+#define read_only @
+#define read_write @
+#define returns_nonnull @
+#define section @
+#define sentinel @
+#define target @
+#define tls_model @
+#define unlikely @
+#define unused @
+#define used @
+#define vector_size @
+#define visibility @
+#define warn_unused_result @
+#define warning @
+#define weak @
+#define write_only @
+/* The kernel's own short forms (include/linux/compiler_attributes.h; glibc has one). */
+#undef __always_inline
+#define __always_inline @
+#define __aligned @
+#define __cold @
+#define __malloc @
+#define __maybe_unused @
+#define __must_check @
+#define __noreturn @
+#define __packed @
+#define __printf @
+#define __pure @
+#define __section @
+#define __used @
+#define __weak @
+#endif
 #include <uslab.h>
 #include <uslab/stats.h>
 #include <uslab/kmem.h>
