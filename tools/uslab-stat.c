@@ -46,8 +46,7 @@ struct snap {
 };
 
 static const char *prog = "uslab-stat";
-static bool quiet;     /* fail() prints nothing (watch(): the process may have exited) */
-static bool snap_gone; /* snap_read() found no snapshot file */
+static bool quiet; /* fail() prints nothing (watch(): the process may have exited) */
 
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int fail(const char *fmt, ...)
@@ -111,8 +110,7 @@ static int snap_read(int pid, struct snap *s)
 	snprintf(path, sizeof(path), "%s/%s%d", dir, EXPORT_PREFIX, pid);
 	/* Non-blocking: a FIFO planted there cannot hang the reader. */
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
-	snap_gone = fd < 0 && errno == ENOENT;
-	if (snap_gone)
+	if (fd < 0 && errno == ENOENT)
 		return fail("process %d does not export its caches (run it with USLAB_STATS=1)",
 			    pid);
 	if (fd < 0)
@@ -339,17 +337,23 @@ static int watch(int pid, double seconds)
 
 		quiet = start != 0;
 		err = snap_read(pid, &s);
-		quiet = false;
-		if (err && start) {
-			/* The file goes in its exit handler: up to 5 s for the rest of the exit. */
-			for (int i = 0; i < 50 && snap_gone && !exited(pid, start); i++)
-				nanosleep(&(struct timespec){ 0, 100000000 }, NULL);
-			if (exited(pid, start)) {
-				printf("%s: process %d exited\n", prog, pid);
-				return 0;
-			}
-			err = snap_read(pid, &s); /* again, to say why */
+		/*
+		 * A process ending is not a zombie yet while it runs its exit
+		 * handlers (the file goes in one) or the kernel takes its
+		 * memory down (its file, left by a kill, is stale from the
+		 * start of that): up to 5 s for it to end, or to be readable.
+		 */
+		for (int i = 0; err && start && i < 50 && !exited(pid, start); i++) {
+			nanosleep(&(struct timespec){ 0, 100000000 }, NULL);
+			err = snap_read(pid, &s);
 		}
+		quiet = false;
+		if (err && start && exited(pid, start)) {
+			printf("%s: process %d exited\n", prog, pid);
+			return 0;
+		}
+		if (err && start)
+			err = snap_read(pid, &s); /* again, to say why */
 		if (err)
 			return 1;
 		start = s.h.starttime;
