@@ -552,7 +552,8 @@ static void *racer(void *arg)
 
 static void race_child(void *arg)
 {
-	struct uslab_cache *c = uslab_cache_create("raced", 64, NULL, 0);
+	/* Keyed: an object the race hands out twice is found when freed twice. */
+	struct uslab_cache *c = uslab_cache_create("raced", 64, NULL, USLAB_FREE_KEY);
 	pthread_t t[2];
 
 	alarm(60); /* a hang ends as SIGALRM, reported below */

@@ -75,8 +75,10 @@ static void *alloc_range(void *arg)
 {
 	const struct range *r = arg;
 
+	unsigned long checks = 0; /* (test_checks is the main thread's) */
+
 	for (int i = r->lo; i < r->hi; i++)
-		CHECK((objs[i] = uslab_cache_alloc(cache)), "alloc in a thread");
+		CHECK_COUNTED(checks, (objs[i] = uslab_cache_alloc(cache)), "alloc in a thread");
 	return NULL;
 }
 
