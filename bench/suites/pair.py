@@ -72,7 +72,8 @@ def report(h, p, r):
              "instructions, written"], rows)
     dat = h.dat("pair.dat", [(v, ns(v), ns(w4(v)), ns(w4(v), cold)) for v in PEERS])
     h.clustered("pair.png", dat, "alloc+free pair, 256 bytes (lower is better)", "ns per pair",
-                ["nothing written", "first 4 bytes written", f"cold, {COLD} at a time, written"])
+                ["nothing written", "first 4 bytes written", f"cold, {COLD} at a time, written"],
+                settings="set yrange [0:*]\nset key top left")
     r.image("pair", "pair.png")
 
 
