@@ -7,9 +7,11 @@
 #   make bench   install what is missing (peers, gnuplot), build the release
 #                benchmarks, run them and write bench/results/<date>/report.md
 #
-# Other targets: build, bench-tiny (every benchmark section at its smallest
-# size, the report and plots written and checked: CI runs it), format,
-# format-check, clean.
+# CI (.ci/run) runs both as written, the second as BENCH_QUICK=1 make bench
+# (small sizes). Other targets: build, bench-tiny (every benchmark section at
+# its smallest size, the report and plots written and checked: the harness
+# end to end in a few minutes), format, format-check, clean. Before an issue
+# is resolved: bench/regress BASE (every goal row, BASE against this tree).
 
 JOBS ?= $(shell nproc)
 TEST_PRESETS ?= release asan tsan

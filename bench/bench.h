@@ -129,6 +129,53 @@ static inline void report_cycles(const char *bench, const char *variant, const c
 	printf("CSV,%s,%s,%s,ns,%.4f\n", bench, variant, param, ns);
 }
 
+/*
+ * BENCH_WRITE: what the program writes into each object right after it
+ * allocates it (issue 34: measured the way programs use their objects).
+ *
+ *   first4  one 4-byte store at offset 0, as a program sets the first field
+ *           of its object (the README's struct conn { int fd; ... }). Where
+ *           a benchmark stamps or checks a first word of its own, that word
+ *           is this 4-byte field instead. The variant's name gets "-w4".
+ *   none    (or unset) what the benchmark wrote before issue 34: nothing in
+ *           pair, bulk and kmalloc's pair; its own 8-byte word (or line, in
+ *           forward) in the others.
+ *
+ * Every peer writes the same bytes the same way. bench_w4() reads the
+ * setting once: call it in main before any thread starts.
+ */
+static inline bool bench_w4(void)
+{
+	static int mode = -1;
+
+	if (mode < 0) {
+		const char *w = getenv("BENCH_WRITE");
+
+		if (!w || !*w || !strcmp(w, "none")) {
+			mode = 0;
+		} else if (!strcmp(w, "first4")) {
+			mode = 1;
+		} else {
+			fprintf(stderr, "BENCH_WRITE=%s: first4 or none\n", w);
+			exit(2);
+		}
+	}
+	return mode;
+}
+
+/* The store of BENCH_WRITE=first4: one 4-byte movl at offset 0, never merged or dropped. */
+static inline void write_first4(void *p, uint32_t v)
+{
+	*(volatile uint32_t *)p = v;
+}
+
+/* @name, with "-w4" appended under BENCH_WRITE=first4, into @buf. */
+static inline const char *write_name(char *buf, size_t len, const char *name)
+{
+	snprintf(buf, len, "%s%s", name, bench_w4() ? "-w4" : "");
+	return buf;
+}
+
 /* BENCH_QUICK=1 in the environment: small default sizes, for a smoke run (bench/run). */
 static inline bool bench_quick(void)
 {

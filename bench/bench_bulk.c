@@ -31,7 +31,10 @@
  *		uslab_kfree ("kfree"); cycles per object of alloc + free.
  *
  * Objects are not touched (as in the seed's modules): what is measured is
- * the allocator.
+ * the allocator. BENCH_WRITE=first4 (bench.h; variant "<peer>-w4"): every
+ * object's first 4 bytes are written right after its allocation (after
+ * the bulk call, one object after the other), as a program that uses
+ * them does, the same way for every peer and every test.
  */
 #include "bench.h"
 #include "peer.h"
@@ -41,19 +44,42 @@
 #define SIZE 256
 static const size_t sizes01[] = { 1, 2, 3, 4, 8, 16, 30, 32, 34, 48, 64, 128, 158, 250 };
 static const size_t sizes02[] = { 16, 48, 144, 512, 2048 };
+static bool w4;
+static char vname[64]; /* PEER_NAME, "-w4" under BENCH_WRITE=first4 */
+
+/* BENCH_WRITE=first4: the first field of each of the @n objects set. */
+static inline void write_all(size_t n, void **p)
+{
+	if (w4)
+		for (size_t i = 0; i < n; i++)
+			write_first4(p[i], (uint32_t)i);
+}
+
+/* LOOPS rounds of n allocs then n frees, one by one; @write a constant (no test per object). */
+static inline __attribute__((always_inline)) void fallback_loop(size_t n, unsigned long loops,
+								void **p, bool write)
+{
+	for (unsigned long l = 0; l < loops; l++) {
+		for (size_t i = 0; i < n; i++) {
+			p[i] = peer_alloc(SIZE);
+			if (write)
+				write_first4(p[i], (uint32_t)i);
+		}
+		escape(p);
+		for (size_t i = 0; i < n; i++)
+			peer_free(p[i], SIZE);
+	}
+}
 
 /* Cycles per object of LOOPS rounds of n allocs then n frees, one by one. */
 static double fallback(size_t n, unsigned long loops, void **p)
 {
 	uint64_t t0 = tsc_now();
 
-	for (unsigned long l = 0; l < loops; l++) {
-		for (size_t i = 0; i < n; i++)
-			p[i] = peer_alloc(SIZE);
-		escape(p);
-		for (size_t i = 0; i < n; i++)
-			peer_free(p[i], SIZE);
-	}
+	if (w4)
+		fallback_loop(n, loops, p, true);
+	else
+		fallback_loop(n, loops, p, false);
 	return (double)(tsc_now() - t0) / (double)(loops * n);
 }
 
@@ -65,6 +91,7 @@ static double bulk(size_t n, unsigned long loops, void **p)
 	for (unsigned long l = 0; l < loops; l++) {
 		if (peer_alloc_bulk(SIZE, n, p) != n)
 			abort();
+		write_all(n, p);
 		escape(p);
 		peer_free_bulk(SIZE, n, p);
 	}
@@ -84,6 +111,7 @@ static double pool(size_t n, unsigned long loops, void **p)
 	for (unsigned long l = 0; l < loops; l++) {
 		if (uslab_pool_get_bulk(peer_cache, n, p))
 			abort();
+		write_all(n, p);
 		escape(p);
 		uslab_pool_put_bulk(peer_cache, n, p);
 	}
@@ -96,7 +124,7 @@ static void test01(unsigned long objs, const size_t *sizes, size_t nsizes)
 	void *p[256];
 	char param[32];
 
-	printf("bulk- fallback - bulk API   (%s, %d-byte objects)\n", PEER_NAME, SIZE);
+	printf("bulk- fallback - bulk API   (%s, %d-byte objects)\n", vname, SIZE);
 	for (size_t k = 0; k < nsizes; k++) {
 		size_t n = sizes[k];
 		unsigned long loops = objs / n;
@@ -118,16 +146,16 @@ static void test01(unsigned long objs, const size_t *sizes, size_t nsizes)
 		printf("%3zu - %3.0f cycles(tsc) %6.3f ns - %3.0f cycles(tsc) %6.3f ns - improved %5.1f%%\n",
 		       n, fm, fm / tsc_per_ns(), bm, bm / tsc_per_ns(), 100.0 * (fm - bm) / fm);
 		snprintf(param, sizeof(param), "%zu", n);
-		printf("CSV,test01,%s,%s,fallback_cycles,%.3f\n", PEER_NAME, param, fm);
-		printf("CSV,test01,%s,%s,bulk_cycles,%.3f\n", PEER_NAME, param, bm);
-		printf("CSV,test01,%s,%s,fallback_ns,%.4f\n", PEER_NAME, param, fm / tsc_per_ns());
-		printf("CSV,test01,%s,%s,bulk_ns,%.4f\n", PEER_NAME, param, bm / tsc_per_ns());
+		printf("CSV,test01,%s,%s,fallback_cycles,%.3f\n", vname, param, fm);
+		printf("CSV,test01,%s,%s,bulk_cycles,%.3f\n", vname, param, bm);
+		printf("CSV,test01,%s,%s,fallback_ns,%.4f\n", vname, param, fm / tsc_per_ns());
+		printf("CSV,test01,%s,%s,bulk_ns,%.4f\n", vname, param, bm / tsc_per_ns());
 #ifdef HAVE_POOL
 		qm = median(q, 5);
 		printf("      pool_get_bulk + pool_put_bulk: %3.0f cycles(tsc) %6.3f ns\n", qm,
 		       qm / tsc_per_ns());
-		printf("CSV,test01,%s,%s,pool_cycles,%.3f\n", PEER_NAME, param, qm);
-		printf("CSV,test01,%s,%s,pool_ns,%.4f\n", PEER_NAME, param, qm / tsc_per_ns());
+		printf("CSV,test01,%s,%s,pool_cycles,%.3f\n", vname, param, qm);
+		printf("CSV,test01,%s,%s,pool_ns,%.4f\n", vname, param, qm / tsc_per_ns());
 #endif
 	}
 }
@@ -143,6 +171,7 @@ static double test05_round(size_t n, unsigned long loops, void **p, int how)
 	for (unsigned long l = 0; l < loops; l++) {
 		if (uslab_cache_alloc_bulk(peer_cache, n, p) != n)
 			abort();
+		write_all(n, p);
 		escape(p);
 		if (how == 0)
 			uslab_cache_free_bulk(peer_cache, n, p);
@@ -161,7 +190,7 @@ static void test05(unsigned long objs)
 	void *p[256];
 	char param[32];
 
-	printf("bulk- free_bulk(c) - kfree_bulk - kfree loop   (%s, %d-byte objects)\n", PEER_NAME,
+	printf("bulk- free_bulk(c) - kfree_bulk - kfree loop   (%s, %d-byte objects)\n", vname,
 	       SIZE);
 	for (size_t k = 0; k < sizeof(sizes01) / sizeof(sizes01[0]); k++) {
 		size_t n = sizes01[k];
@@ -175,7 +204,7 @@ static void test05(unsigned long objs)
 		snprintf(param, sizeof(param), "%zu", n);
 		for (int h = 0; h < 3; h++) {
 			m[h] = median(v[h], 5);
-			printf("CSV,test05,%s,%s,%s_cycles,%.3f\n", PEER_NAME, param, col[h], m[h]);
+			printf("CSV,test05,%s,%s,%s_cycles,%.3f\n", vname, param, col[h], m[h]);
 		}
 		printf("%3zu - %3.0f cycles(tsc) - %3.0f cycles(tsc) (%.2fx) - %3.0f cycles(tsc)\n",
 		       n, m[0], m[1], m[1] / m[0], m[2]);
@@ -189,7 +218,7 @@ static void test02(unsigned long objs, int repeat)
 	double *v = malloc((size_t)repeat * sizeof(double));
 	char param[32];
 
-	printf("bulk size: min / avg / max / stddev cycles per object (%s, %d runs)\n", PEER_NAME,
+	printf("bulk size: min / avg / max / stddev cycles per object (%s, %d runs)\n", vname,
 	       repeat);
 	for (size_t k = 0; k < sizeof(sizes02) / sizeof(sizes02[0]); k++) {
 		size_t n = sizes02[k];
@@ -210,10 +239,10 @@ static void test02(unsigned long objs, int repeat)
 		printf("bulk size:%4zu  between %.0f-%.0f (average: %.2f stddev: +/-%.1f)\n", n,
 		       min, max, avg, sd);
 		snprintf(param, sizeof(param), "%zu", n);
-		printf("CSV,test02,%s,%s,min,%.3f\n", PEER_NAME, param, min);
-		printf("CSV,test02,%s,%s,avg,%.3f\n", PEER_NAME, param, avg);
-		printf("CSV,test02,%s,%s,max,%.3f\n", PEER_NAME, param, max);
-		printf("CSV,test02,%s,%s,stddev,%.3f\n", PEER_NAME, param, sd);
+		printf("CSV,test02,%s,%s,min,%.3f\n", vname, param, min);
+		printf("CSV,test02,%s,%s,avg,%.3f\n", vname, param, avg);
+		printf("CSV,test02,%s,%s,max,%.3f\n", vname, param, max);
+		printf("CSV,test02,%s,%s,stddev,%.3f\n", vname, param, sd);
 	}
 	free(p);
 	free(v);
@@ -258,12 +287,13 @@ static void test03(size_t live, size_t chunk, unsigned long ops)
 		peer_free_bulk(SIZE, chunk, p);
 		if (peer_alloc_bulk(SIZE, chunk, p) != chunk)
 			abort();
+		write_all(chunk, p);
 		for (size_t i = 0; i < chunk; i++)
 			set[idx[i]] = p[i];
 	}
 	cyc = tsc_now() - t0;
-	snprintf(variant, sizeof(variant), "%s%s%s%s", PEER_NAME, la ? "-la" : "", la ? la : "",
-		 sc && !strcmp(sc, "1") ? "-nosheaf" : "");
+	snprintf(variant, sizeof(variant), "%s%s%s%s%s", PEER_NAME, la ? "-la" : "", la ? la : "",
+		 sc && !strcmp(sc, "1") ? "-nosheaf" : "", w4 ? "-w4" : "");
 	snprintf(param, sizeof(param), "%zu", chunk);
 	report_cycles("test03", variant, param, (double)cyc / (double)(ops * chunk));
 	free(set);
@@ -275,6 +305,8 @@ int main(int argc, char **argv)
 {
 	const char *test = argc > 1 ? argv[1] : "test01";
 
+	w4 = bench_w4();
+	write_name(vname, sizeof(vname), PEER_NAME);
 	pin_to_cpu(0);
 	peer_init(SIZE);
 	if (!strcmp(test, "test01")) {

@@ -8,6 +8,8 @@
  *	burst-<peer> [BURST [TOTAL [SIZE [REPS]]]]	(defaults 10000 4000000 256 3)
  *
  * TOTAL pairs per repetition; reports the median ns per pair.
+ * BENCH_WRITE=first4 (bench.h): the first word is a 4-byte field at offset
+ * 0 instead of 8 bytes (variant "<peer>-w4").
  */
 #include "bench.h"
 #include "peer.h"
@@ -21,7 +23,8 @@ int main(int argc, char **argv)
 	void **p = malloc(burst * sizeof(void *));
 	double *ns = calloc((size_t)reps, sizeof(double));
 	size_t rounds = total / burst ? total / burst : 1;
-	char param[32];
+	char param[32], name[32];
+	bool w4 = bench_w4();
 
 	pin_to_cpu(0);
 	peer_init(size);
@@ -31,7 +34,10 @@ int main(int argc, char **argv)
 		for (size_t k = 0; k < rounds; k++) {
 			for (size_t i = 0; i < burst; i++) {
 				p[i] = peer_alloc(size);
-				*(size_t *)p[i] = i;
+				if (w4)
+					write_first4(p[i], (uint32_t)i);
+				else
+					*(size_t *)p[i] = i;
 			}
 			for (size_t i = 0; i < burst; i++)
 				peer_free(p[i], size);
@@ -39,7 +45,8 @@ int main(int argc, char **argv)
 		ns[r] = (wall_ns() - t0) / (double)(rounds * burst);
 	}
 	snprintf(param, sizeof(param), "%zu", burst);
-	report_value("burst", PEER_NAME, param, "ns", median(ns, (size_t)reps));
+	report_value("burst", write_name(name, sizeof(name), PEER_NAME), param, "ns",
+		     median(ns, (size_t)reps));
 	peer_report();
 	return 0;
 }

@@ -20,7 +20,9 @@
  * phase / N, both phases / 2N ("op"), and the writes after the refill / N
  * ("touch": page faults on pages an allocator gave back to the OS land
  * there), as "N cycles(tsc) X.XXX ns".
- * Peak RSS of the process (VmHWM) as well.
+ * Peak RSS of the process (VmHWM) as well. BENCH_WRITE=first4 (bench.h):
+ * those writes are 4-byte stores at offset 0 instead of 8-byte ones
+ * (variant "...-w4").
  *
  * Peers: uslab (uslab_cache_alloc_bulk / free_bulk on a cache created with
  * .layout = LAYOUT: auto freeptr objfreelist onslab offslab, default auto;
@@ -39,6 +41,17 @@
 #include <errno.h>
 
 #define CHUNK 64
+
+static bool w4; /* BENCH_WRITE=first4 */
+
+/* What the program writes into an object it allocated: its first word or field. */
+static inline void write_obj(void *p, size_t v)
+{
+	if (w4)
+		write_first4(p, (uint32_t)v);
+	else
+		*(volatile size_t *)p = v;
+}
 
 #ifdef PEER_USLAB
 static const char *layout_arg = "auto";
@@ -135,14 +148,16 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	snprintf(param, sizeof(param), "%zu", size);
+	w4 = bench_w4();
 	pin_to_cpu(0);
 #ifdef PEER_USLAB
 	if (argc > 4)
 		layout_arg = argv[4];
 	reserve_objs = n;
 	/* Freed slabs kept resident (bench/run's "-resident" variants): the OS layer set aside. */
-	snprintf(variant, sizeof(variant), "uslab-%s%s", layout_arg,
-		 getenv("USLAB_PURGE_DELAY_MS") || getenv("USLAB_RETAIN_KB") ? "-resident" : "");
+	snprintf(variant, sizeof(variant), "uslab-%s%s%s", layout_arg,
+		 getenv("USLAB_PURGE_DELAY_MS") || getenv("USLAB_RETAIN_KB") ? "-resident" : "",
+		 w4 ? "-w4" : "");
 	if (!init_layout(size, layout_arg)) {
 		printf("%-10s %-18s %-6s: n/a (uslab_cache_create: EINVAL)\n", "drain", variant,
 		       param);
@@ -158,7 +173,7 @@ int main(int argc, char **argv)
 		setenv("BENCH_DPDK_OBJS", objs, 0);
 	}
 #endif
-	snprintf(variant, sizeof(variant), "%s", PEER_NAME);
+	write_name(variant, sizeof(variant), PEER_NAME);
 	peer_init(size);
 #endif
 	tsc_per_ns();
@@ -177,7 +192,7 @@ int main(int argc, char **argv)
 		if (drain_alloc(size, k, set + i) != k)
 			abort();
 		for (size_t j = 0; j < k; j++)
-			*(volatile size_t *)set[i + j] = i + j;
+			write_obj(set[i + j], i + j);
 	}
 
 	for (int r = 0; r < rounds; r++) {
@@ -197,7 +212,7 @@ int main(int argc, char **argv)
 		t2 = tsc_now();
 		/* What the program does next: write into each object (the pages become real again). */
 		for (size_t i = 0; i < n; i++)
-			*(volatile size_t *)set[i] = i;
+			write_obj(set[i], i);
 		t3 = tsc_now();
 		fr[r] = (double)(t1 - t0) / (double)n;
 		al[r] = (double)(t2 - t1) / (double)n;

@@ -57,6 +57,9 @@
  *                        registered, each with rte_mempool_cache_create
  *   BENCH_FW_TOUCH       0 nothing written, 1 RX writes the first line
  *                        (default), 2 and TX completion reads it
+ *   BENCH_WRITE=first4   (bench.h) the line RX writes starts with a 4-byte
+ *                        field: its first 8 bytes are two 4-byte stores
+ *                        instead of one 8-byte store (variant "...-w4")
  *   BENCH_FW_PIN=0       threads not pinned (allowed on every CPU)
  *   BENCH_FW_SPIN=1      a waiting side only spins (default: pause, and
  *                        sched_yield every 1024 spins)
@@ -112,6 +115,7 @@ static unsigned int mag_capacity, mag_refill;
 /* Experiment knobs (environment). */
 static unsigned long ring_slots = RING, lag = DEPTH;
 static int pin = 1, spin_only, touch = 1; /* touch: 0 none, 1 RX writes, 2 + TX reads */
+static bool w4;				  /* BENCH_WRITE=first4 */
 static int dpdk_cache;			  /* 0 lcore, 1 TX no cache, 2 both no cache, 3 created */
 static int volatile sink;
 
@@ -154,7 +158,14 @@ static inline void write_line(void *p, unsigned long seq)
 {
 	uint64_t *w = p;
 
-	for (int i = 0; i < 8; i++)
+	if (w4) {
+		/* A 4-byte first field (bench.h's BENCH_WRITE=first4), then another. */
+		write_first4(p, (uint32_t)seq);
+		((uint32_t *)p)[1] = (uint32_t)(seq >> 32);
+	} else {
+		w[0] = seq;
+	}
+	for (int i = 1; i < 8; i++)
 		w[i] = seq + (uint64_t)i;
 }
 
@@ -474,6 +485,7 @@ int main(int argc, char **argv)
 		touch = atoi(getenv("BENCH_FW_TOUCH"));
 	if (getenv("BENCH_FW_DPDK_CACHE"))
 		dpdk_cache = atoi(getenv("BENCH_FW_DPDK_CACHE"));
+	w4 = bench_w4();
 	if (!ring_slots || ring_slots % BURST || ring_slots > RING_MAX || lag % BURST ||
 	    lag + BURST > ring_slots || touch < 0 || touch > 2 || dpdk_cache < 0 ||
 	    dpdk_cache > 3) {
@@ -513,12 +525,12 @@ int main(int argc, char **argv)
 			fprintf(stderr, "rep %d: %.1f Mpps\n", r, mpps[r]);
 	}
 #if defined(PEER_USLAB)
-	snprintf(name, sizeof(name), "%s-%s", PEER_NAME, vnames[variant]);
+	snprintf(name, sizeof(name), "%s-%s%s", PEER_NAME, vnames[variant], w4 ? "-w4" : "");
 	if (mag_capacity || mag_refill)
-		snprintf(name, sizeof(name), "%s-%s%u.%u", PEER_NAME, vnames[variant], mag_capacity,
-			 mag_refill);
+		snprintf(name, sizeof(name), "%s-%s%u.%u%s", PEER_NAME, vnames[variant],
+			 mag_capacity, mag_refill, w4 ? "-w4" : "");
 #else
-	snprintf(name, sizeof(name), "%s", PEER_NAME);
+	write_name(name, sizeof(name), PEER_NAME);
 #endif
 	/* "2T" is the default ring; another ring or lag is named in the parameter. */
 	if (threads == 1 || (ring_slots == RING && lag == DEPTH))

@@ -15,6 +15,10 @@
  *              not come back in LIFO order and the working set is
  *              WINDOW x the mean size.
  *
+ * BENCH_WRITE=first4 (bench.h; variant "<peer>-w4"): pair writes the
+ * object's first 4 bytes between the alloc and the free; window writes a
+ * 4-byte first field instead of its 8-byte word.
+ *
  * Sizes are uniform in [MIN, MAX] (MIN >= 8), drawn before timing from a
  * deterministic xorshift seed into a ring of 4096 per thread (16 KiB, L1),
  * so the generator is not timed; each thread has its own ring and runs its
@@ -51,20 +55,24 @@ struct worker {
 	uint64_t *start, *end; /* per repetition */
 };
 
-static bool window_mode;
+static bool window_mode, w4;
 static unsigned long iters, window;
 static int reps;
 static pthread_barrier_t go;
 
 __attribute__((noinline)) void run_steps(const uint32_t *sizes, struct slot *win, unsigned long n);
 
-__attribute__((noinline)) void run_steps(const uint32_t *sizes, struct slot *win, unsigned long n)
+/* The loops, specialised for @write at compile time: no test in them. */
+static inline __attribute__((always_inline)) void steps(const uint32_t *sizes, struct slot *win,
+							unsigned long n, bool write)
 {
 	if (!window_mode) {
 		for (unsigned long i = 0; i < n; i++) {
 			size_t s = sizes[i & (RING - 1)];
 			void *p = peer_kmalloc(s);
 
+			if (write)
+				write_first4(p, (uint32_t)i);
 			escape(p);
 			peer_kfree(p, s);
 		}
@@ -75,13 +83,24 @@ __attribute__((noinline)) void run_steps(const uint32_t *sizes, struct slot *win
 		uint64_t *p = peer_kmalloc(s);
 		struct slot old = win[j];
 
-		*p = i;
+		if (write)
+			write_first4(p, (uint32_t)i);
+		else
+			*p = i;
 		win[j].p = p;
 		win[j].size = s;
 		if (++j == window)
 			j = 0;
 		peer_kfree(old.p, old.size);
 	}
+}
+
+__attribute__((noinline)) void run_steps(const uint32_t *sizes, struct slot *win, unsigned long n)
+{
+	if (w4)
+		steps(sizes, win, n, true);
+	else
+		steps(sizes, win, n, false);
 }
 
 static void *worker(void *arg)
@@ -117,7 +136,7 @@ int main(int argc, char **argv)
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	struct worker *w;
 	double *cyc, *mops;
-	char param[48];
+	char param[48], name[32];
 
 	iters = argc > 3 ? strtoul(argv[3], NULL, 0) : quick ? 2000000 : 20000000;
 	reps = argc > 4 ? atoi(argv[4]) : 7;
@@ -125,6 +144,7 @@ int main(int argc, char **argv)
 	lo = argc > 6 ? strtoul(argv[6], NULL, 0) : 8;
 	hi = argc > 7 ? strtoul(argv[7], NULL, 0) : 4096;
 	window_mode = !strcmp(mode, "window");
+	w4 = bench_w4();
 	if ((!window_mode && strcmp(mode, "pair")) || nthreads < 1 || reps < 1 || !iters ||
 	    (window_mode && !window) || lo < 8 || hi < lo || hi > UINT32_MAX) {
 		fprintf(stderr,
@@ -170,9 +190,10 @@ int main(int argc, char **argv)
 		snprintf(param, sizeof(param), "win%lu-%dT", window, nthreads);
 	else
 		snprintf(param, sizeof(param), "pair-%dT", nthreads);
-	report_cycles("kmalloc", PEER_NAME, param, median(cyc, (size_t)reps));
-	report_value("kmalloc", PEER_NAME, param, "mops", median(mops, (size_t)reps));
-	report_value("kmalloc", PEER_NAME, param, "peak_rss_mb", proc_status_mb("VmHWM:"));
+	write_name(name, sizeof(name), PEER_NAME);
+	report_cycles("kmalloc", name, param, median(cyc, (size_t)reps));
+	report_value("kmalloc", name, param, "mops", median(mops, (size_t)reps));
+	report_value("kmalloc", name, param, "peak_rss_mb", proc_status_mb("VmHWM:"));
 	peer_kreport();
 	return 0;
 }

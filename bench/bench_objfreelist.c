@@ -101,7 +101,7 @@ static unsigned int layout_of(struct uslab_cache *c)
 static void alloc_then_free(struct uslab_cache *c, size_t size, unsigned long loops, double *a,
 			    double *f)
 {
-	uint64_t t0, t1, t2;
+	uint64_t t0, t1, t2, t3;
 
 	t0 = tsc_now();
 	if (c)
@@ -122,19 +122,19 @@ static void alloc_then_free(struct uslab_cache *c, size_t size, unsigned long lo
 			((volatile char *)objs[i])[b] = 1;
 		((volatile char *)objs[i])[size - 1] = 1;
 	}
-	t1 = tsc_now();
+	t2 = tsc_now();
 	if (c)
 		for (unsigned long i = 0; i < loops; i++)
 			uslab_cache_free(c, objs[i]);
 	else
 		for (unsigned long i = 0; i < loops; i++)
 			uslab_kfree(objs[i]);
-	t2 = tsc_now();
+	t3 = tsc_now();
 	for (unsigned long i = 0; i < loops; i++)
 		if (!objs[i])
 			abort();
 	*a = (double)(t1 - t0) / (double)loops;
-	*f = (double)(t2 - t1) / (double)loops;
+	*f = (double)(t3 - t2) / (double)loops;
 }
 
 static void print_row(const char *variant, size_t size, unsigned long loops, double a, double f,

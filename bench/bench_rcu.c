@@ -18,6 +18,9 @@
  * (call_rcu and defer_rcu need it; uslab does not). Time: from the start
  * of the loops to the end of the final barrier, so every object has been
  * freed. Memory footprint: peak RSS (VmHWM) minus RSS before the loops.
+ * Each object's first byte is written after its allocation ("as a user
+ * would"); BENCH_WRITE=first4 (bench.h): its first 4 bytes instead, one
+ * 4-byte store (variants "<variant>-w4").
  *
  * Output, per run, in the seed's format:
  *	<variant>: Total time taken by all kfree'ers: N ns, loops: L, batches: B, memory footprint: M MB
@@ -48,6 +51,8 @@ static long loops = 2000, nobj = 1000;
 static enum variant var;
 static struct uslab_cache *cache;
 static pthread_barrier_t start;
+static bool w4;		  /* BENCH_WRITE=first4 */
+static char *vname[NVAR]; /* names[], "-w4" appended under BENCH_WRITE=first4 */
 
 static void free_glibc_cb(struct rcu_head *h)
 {
@@ -74,7 +79,10 @@ static void *kfree_thread(void *arg)
 						      malloc(sizeof(*o)) :
 						      uslab_cache_alloc(cache);
 
-			o->payload[0] = (char)i; /* touch it, as a user would */
+			if (w4)
+				write_first4(o, (uint32_t)i);
+			else
+				o->payload[0] = (char)i; /* touch it, as a user would */
 			objs[i] = o;
 		}
 		for (long i = 0; i < nobj; i++) {
@@ -139,14 +147,14 @@ static void run_child(int run)
 			  (unsigned long)(nthreads * loops * nobj);
 	printf("%s: Total time taken by all kfree'ers: %.0f ns, loops: %ld, batches: %lu, "
 	       "memory footprint: %.1f MB\n",
-	       names[var], t1 - t0, loops, batches, mb);
+	       vname[var], t1 - t0, loops, batches, mb);
 	snprintf(param, sizeof(param), "%dx%ldx%ld", nthreads, loops, nobj);
-	printf("CSV,rcu,%s,%s,ns_per_obj,%.4f\n", names[var], param,
+	printf("CSV,rcu,%s,%s,ns_per_obj,%.4f\n", vname[var], param,
 	       (t1 - t0) / ((double)nthreads * loops * nobj));
-	printf("CSV,rcu,%s,%s,footprint_mb,%.2f\n", names[var], param, mb);
-	printf("CSV,rcu,%s,%s,batches,%lu\n", names[var], param, batches);
+	printf("CSV,rcu,%s,%s,footprint_mb,%.2f\n", vname[var], param, mb);
+	printf("CSV,rcu,%s,%s,batches,%lu\n", vname[var], param, batches);
 	if (var == FREE_RCU || var == FREE_RCU_HEAD)
-		printf("CSV,rcu,%s,%s,emergency,%lu\n", names[var], param,
+		printf("CSV,rcu,%s,%s,emergency,%lu\n", vname[var], param,
 		       (unsigned long)st.emergency);
 	(void)run;
 	fflush(stdout);
@@ -158,6 +166,11 @@ int main(int argc, char **argv)
 	int fds[2];
 	double ns[NVAR][16], mbs[NVAR][16];
 
+	w4 = bench_w4();
+	for (int v = 0; v < NVAR; v++) {
+		vname[v] = malloc(strlen(names[v]) + 4);
+		write_name(vname[v], strlen(names[v]) + 4, names[v]);
+	}
 	if (argc > 1)
 		nthreads = atoi(argv[1]);
 	if (argc > 2)
@@ -221,16 +234,16 @@ int main(int argc, char **argv)
 	for (int v = 0; v < NVAR; v++) {
 		mn[v] = median(ns[v], (size_t)runs);
 		mm[v] = median(mbs[v], (size_t)runs);
-		printf("  %-14s %8.1f ns %8.1f MB\n", names[v], mn[v], mm[v]);
+		printf("  %-14s %8.1f ns %8.1f MB\n", vname[v], mn[v], mm[v]);
 	}
 	printf("P4 (per object >= 5x faster than call_rcu + free, memory <= 0.75x):\n");
 	for (int v = FREE_RCU; v <= FREE_RCU_HEAD; v++)
 		for (int b = CALLRCU_GLIBC; b <= CALLRCU_USLAB; b++) {
-			printf("  %-14s vs %-14s: %.2fx faster, %.2fx memory\n", names[v], names[b],
+			printf("  %-14s vs %-14s: %.2fx faster, %.2fx memory\n", vname[v], vname[b],
 			       mn[b] / mn[v], mm[v] / mm[b]);
-			printf("CSV,rcu,%s,vs_%s,speedup,%.3f\n", names[v], names[b],
+			printf("CSV,rcu,%s,vs_%s,speedup,%.3f\n", vname[v], vname[b],
 			       mn[b] / mn[v]);
-			printf("CSV,rcu,%s,vs_%s,mem_ratio,%.3f\n", names[v], names[b],
+			printf("CSV,rcu,%s,vs_%s,mem_ratio,%.3f\n", vname[v], vname[b],
 			       mm[v] / mm[b]);
 		}
 	return 0;

@@ -66,6 +66,13 @@
  * batches each thread records its runs of consecutive numbers, and no two
  * runs of any threads may overlap. A mismatch is an error (exit 1); a
  * clean run ends with an "ok" line saying what was checked.
+ *
+ * Every object is written at once (its reference count, 8 bytes at offset
+ * 0, then its fields) and its count is decremented just before it is freed.
+ * BENCH_WRITE=first4 (bench.h; variant "<VARIANT>-w4") adds a 4-byte store
+ * at offset 0 right after each inode's and dentry's allocation, before that
+ * initialisation, the same for malloc and uslab (not the file's: a
+ * TYPESAFE_BY_RCU file's count is written last, see file_alloc()).
  */
 #include "bench.h"
 
@@ -183,6 +190,15 @@ static const struct {
 
 static unsigned int features;
 #define HAS(f) (features & (f))
+static bool w4; /* BENCH_WRITE=first4 */
+
+/* BENCH_WRITE=first4: the 4-byte store right after an allocation (bench.h). */
+static inline void *written(void *p)
+{
+	if (w4 && p)
+		write_first4(p, 1);
+	return p;
+}
 
 /* Each shared word on its own cache line, as they were in the kernel. */
 #define LINE __attribute__((aligned(64)))
@@ -240,7 +256,7 @@ static void file_free(struct file *f)
 static struct inode *new_inode(void)
 {
 	struct inode *inode =
-		HAS(USLAB_ALL) ? uslab_cache_alloc(inode_cache) : malloc(sizeof(*inode));
+		written(HAS(USLAB_ALL) ? uslab_cache_alloc(inode_cache) : malloc(sizeof(*inode)));
 
 	if (!inode)
 		return NULL;
@@ -294,7 +310,8 @@ static void iput(struct inode *inode)
 /* d_alloc() and d_instantiate(): a dentry named after the inode number. */
 static struct dentry *d_alloc_instantiate(struct inode *inode)
 {
-	struct dentry *d = HAS(USLAB_ALL) ? uslab_cache_alloc(dentry_cache) : malloc(sizeof(*d));
+	struct dentry *d =
+		written(HAS(USLAB_ALL) ? uslab_cache_alloc(dentry_cache) : malloc(sizeof(*d)));
 
 	if (!d)
 		return NULL;
@@ -592,7 +609,8 @@ static bool counters_zero(void)
 
 int main(int argc, char **argv)
 {
-	const char *name = argc > 1 ? argv[1] : "uslab";
+	const char *vname = argc > 1 ? argv[1] : "uslab";
+	char name[48];
 	int nthreads = argc > 2 ? atoi(argv[2]) : 1;
 	int reps = argc > 4 ? atoi(argv[4]) : 3;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -605,7 +623,7 @@ int main(int argc, char **argv)
 
 	cycles = argc > 3 ? strtoul(argv[3], NULL, 0) : bench_quick() ? 100000 : 1000000;
 	for (v = 0; v < (int)(sizeof(variants) / sizeof(variants[0])); v++)
-		if (!strcmp(name, variants[v].name))
+		if (!strcmp(vname, variants[v].name))
 			break;
 	if (v == (int)(sizeof(variants) / sizeof(variants[0])) || nthreads < 1 || reps < 1 ||
 	    cycles < SAMPLE_EVERY || ((variants[v].features & LATE) && cycles < 4 * LATE_RING)) {
@@ -617,6 +635,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	features = variants[v].features;
+	w4 = bench_w4();
+	write_name(name, sizeof(name), vname);
 
 	pthread_mutex_init(&dcache_lock, NULL);
 	pthread_mutex_init(&inode_lock, NULL);

@@ -18,7 +18,8 @@
  * its loop but has not exited (rss_mb; thread stacks included),
  * and for uslab the memory in objects its cache has handed out then
  * (held_kb): the program holds none, so that is what the threads' sheaves
- * and the barn keep.
+ * and the barn keep. BENCH_WRITE=first4 (bench.h): the first word is a
+ * 4-byte field at offset 0 instead of 8 bytes (variant "<peer>-w4").
  */
 #include "bench.h"
 #include "peer.h"
@@ -43,6 +44,16 @@ struct worker {
 };
 
 static pthread_barrier_t done, release;
+static bool w4; /* BENCH_WRITE=first4 */
+
+/* What the thread writes into an object it allocated. */
+static inline void write_obj(void *p, unsigned long v)
+{
+	if (w4)
+		write_first4(p, (uint32_t)v);
+	else
+		*(uint64_t *)p = v;
+}
 
 /* One burst with its @k-th alloc and @k-th free (in freeing order) timed. */
 static void burst_timed(struct worker *w, void **p, unsigned long n, int k)
@@ -54,7 +65,7 @@ static void burst_timed(struct worker *w, void **p, unsigned long n, int k)
 		p[i] = peer_alloc(size);
 		if (i == k)
 			hist_add(w->lat_alloc, tsc_now() - t0);
-		*(uint64_t *)p[i] = n + (unsigned long)i;
+		write_obj(p[i], n + (unsigned long)i);
 	}
 	for (int i = BURST - 1; i >= 0; i--) {
 		t0 = i == BURST - 1 - k ? tsc_now() : 0;
@@ -86,7 +97,7 @@ static void *worker(void *arg)
 		}
 		for (int i = 0; i < BURST; i++) {
 			p[i] = peer_alloc(size);
-			*(uint64_t *)p[i] = n + (unsigned long)i;
+			write_obj(p[i], n + (unsigned long)i);
 		}
 		for (int i = BURST - 1; i >= 0; i--)
 			peer_free(p[i], size);
@@ -123,8 +134,10 @@ int main(int argc, char **argv)
 	uint64_t(*lat_free)[HBUCKETS] = calloc((size_t)reps, sizeof(*lat_free));
 	struct worker *w = calloc((size_t)nthreads, sizeof(*w));
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	char param[32];
+	char param[32], name[32];
 
+	w4 = bench_w4();
+	write_name(name, sizeof(name), PEER_NAME);
 	if (nthreads < 1 || reps < 1 || !mops || !rss || !held || !lat_alloc || !lat_free || !w) {
 		fprintf(stderr, "usage: %s NTHREADS [SIZE [OPS [REPS]]]\n", argv[0]);
 		return 2;
@@ -171,20 +184,16 @@ int main(int argc, char **argv)
 		mops[r] = (double)ops * nthreads / (t1 - t0) * 1e3;
 	}
 	snprintf(param, sizeof(param), "%dT", nthreads);
-	report_value("threads", PEER_NAME, param, "mops", median(mops, (size_t)reps));
-	report_value("threads", PEER_NAME, param, "alloc_p50_ns",
-		     quantile_ns(lat_alloc, reps, 0.5));
-	report_value("threads", PEER_NAME, param, "alloc_p99_ns",
-		     quantile_ns(lat_alloc, reps, 0.99));
-	report_value("threads", PEER_NAME, param, "alloc_p999_ns",
-		     quantile_ns(lat_alloc, reps, 0.999));
-	report_value("threads", PEER_NAME, param, "free_p50_ns", quantile_ns(lat_free, reps, 0.5));
-	report_value("threads", PEER_NAME, param, "free_p99_ns", quantile_ns(lat_free, reps, 0.99));
-	report_value("threads", PEER_NAME, param, "free_p999_ns",
-		     quantile_ns(lat_free, reps, 0.999));
-	report_value("threads", PEER_NAME, param, "rss_mb", median(rss, (size_t)reps));
+	report_value("threads", name, param, "mops", median(mops, (size_t)reps));
+	report_value("threads", name, param, "alloc_p50_ns", quantile_ns(lat_alloc, reps, 0.5));
+	report_value("threads", name, param, "alloc_p99_ns", quantile_ns(lat_alloc, reps, 0.99));
+	report_value("threads", name, param, "alloc_p999_ns", quantile_ns(lat_alloc, reps, 0.999));
+	report_value("threads", name, param, "free_p50_ns", quantile_ns(lat_free, reps, 0.5));
+	report_value("threads", name, param, "free_p99_ns", quantile_ns(lat_free, reps, 0.99));
+	report_value("threads", name, param, "free_p999_ns", quantile_ns(lat_free, reps, 0.999));
+	report_value("threads", name, param, "rss_mb", median(rss, (size_t)reps));
 	if (peer_held_bytes() >= 0)
-		report_value("threads", PEER_NAME, param, "held_kb", median(held, (size_t)reps));
+		report_value("threads", name, param, "held_kb", median(held, (size_t)reps));
 	peer_report();
 	return 0;
 }

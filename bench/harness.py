@@ -18,6 +18,15 @@ what it declares). This module runs the suites and writes the report:
 Sizes come in three modes, chosen by the environment: full (default),
 BENCH_QUICK=1 (small, a smoke run) and BENCH_TINY=1 (the smallest sizes
 that still run every code path: CI's end-to-end check of the harness).
+
+Objects written (issue 34): a program run with BENCH_WRITE=first4 (FIRST4)
+writes the first 4 bytes of every object it allocates, as programs do, and
+names its variant "<variant>-w4" (w4()); goal rows judge those runs. The
+harness passes BENCH_WRITE only where a suite asks for it (an inherited
+one is dropped), so a run's CSV always says which it was.
+
+bench/regress runs the same suites with goals_only set: a suite then runs
+only what its goal rows read (at the quick sizes), and no report is written.
 """
 
 import csv
@@ -35,6 +44,17 @@ def log(prog, msg):
 
 class Failure(Exception):
     """A benchmark program failed, or the report is incomplete."""
+
+
+# BENCH_WRITE=first4 (bench/bench.h): the runs goal rows judge.
+FIRST4 = {"BENCH_WRITE": "first4"}
+# What BENCH_WRITE=first4 appends to a program's variant name.
+W4 = "-w4"
+
+
+def w4(v):
+    """The name a program gives variant v under BENCH_WRITE=first4."""
+    return v + W4
 
 
 # ------------------------------------------------------------ numbers
@@ -237,6 +257,7 @@ class Bench:
             raise Failure(f"BENCH_REPS={reps}: a number of alternations, at least 1")
         self.reps = int(reps)
         self.only = only
+        self.goals_only = False  # bench/regress: only what the goal rows read
         self.nproc = os.cpu_count() or 1
         self.store = None
         self.plots = []
@@ -262,7 +283,7 @@ class Bench:
         """Run cmd (a list) with env added and the names in unset removed;
         its stdout (text), or a Failure when it fails."""
         e = dict(os.environ)
-        for k in unset:
+        for k in ("BENCH_WRITE",) + tuple(unset):  # BENCH_WRITE: only where a suite sets it
             e.pop(k, None)
         e.update(env or {})
         try:
@@ -298,23 +319,32 @@ class Bench:
             raise Failure(f"{shlex.join(str(c) for c in cmd)} printed no CSV line")
         return text
 
-    def alternate(self, prog, args, variants):
-        """prog-<variant> args for every variant in turn, reps times."""
+    def alternate(self, prog, args, variants, writes=("none",), env=None):
+        """prog-<variant> args for every variant in turn, reps times, once
+        per BENCH_WRITE value in writes ("first4": the variant is named
+        w4(v); "none": as it was), all of them alternated."""
         for r in self.repetitions():
             for v in variants:
-                self.run(r, [self.exe(f"{prog}-{v}")] + list(args))
+                for w in writes:
+                    e = dict(env or {}, BENCH_WRITE=w)
+                    self.run(r, [self.exe(f"{prog}-{v}")] + list(args), env=e)
 
     def repetitions(self, n=None):
         return range(1, (self.reps if n is None else n) + 1)
 
-    def callgrind(self, cmd, function, iters):
-        """Instructions inside function (callgrind) divided by iters, or None."""
+    def callgrind(self, cmd, function, iters, env=None):
+        """Instructions inside function (callgrind) divided by iters, or None;
+        env as for command (BENCH_WRITE only if given)."""
+        e = dict(os.environ)
+        e.pop("BENCH_WRITE", None)
+        e.update(env or {})
         r = subprocess.run(
             ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
              "--collect-atstart=no", f"--toggle-collect={function}"] + [str(c) for c in cmd],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
+            env=e,
         )
         for line in r.stderr.splitlines():
             if "Collected" in line:

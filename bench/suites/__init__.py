@@ -11,7 +11,10 @@ suite module declares:
                "## Goals" table
   setup(h)     its parameters for this run (h.size(full, quick, tiny)),
                returned as an object passed to run, report and the goals
-  run(h, p)    the runs: h.alternate, h.run (CSV lines into raw.csv)
+  run(h, p)    the runs: h.alternate, h.run (CSV lines into raw.csv); goal
+               rows judge runs with BENCH_WRITE=first4 (harness.FIRST4,
+               their variants named harness.w4(v)); with h.goals_only set
+               (bench/regress) only the runs its GOALS read
   report(h, p, r)  its section: r(...) lines, r.heading, r.table, h.plot
   store(h)     optional: its own raw/medians files (the malloc suite)
 

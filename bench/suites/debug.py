@@ -5,7 +5,7 @@ the library's functions) and the stress test with every cache in each tier
 import time
 from types import SimpleNamespace as NS
 
-from harness import Goal, div, fmt, ratio
+from harness import FIRST4, Goal, div, fmt, ratio, w4
 
 ORDER = 110
 GOALS_INLINE = True
@@ -22,18 +22,22 @@ def setup(h):
 
 
 def env(d):
-    return {} if d == "none" else {"USLAB_DEBUG": d}
+    """The tier's environment; the pairs' objects written (BENCH_WRITE=first4, issue 34)."""
+    return dict(FIRST4) if d == "none" else dict(FIRST4, USLAB_DEBUG=d)
+
+
+U, UC = w4("uslab"), w4("uslab-call")  # the pairs' variants, objects written
 
 
 def run(h, p):
     h.log(f"debug: the P1 pair and the stress test per debug tier ({' '.join(SETS)}), {h.reps} alternations")
     for r in h.repetitions():
-        for d in SETS:
+        for d in SETS if not h.goals_only else ("none", "F", "FZPU"):
             n = p.iters if d == "none" else p.iters_tier
 
             def rename(f, d=d):
                 return [f[0], f"{f[1]}-{d}"] + f[2:]
-            for prog in ("pair-uslab", "pair-uslab-call"):
+            for prog in ("pair-uslab", "pair-uslab-call") if not h.goals_only else ("pair-uslab",):
                 h.run(r, [h.exe(prog), 256, n, 3], env=env(d), unset=UNSET, rename=rename)
             t0 = time.monotonic()
             h.command([h.exe("stress")] + p.stress, env=env(d), unset=UNSET, stdout=False)
@@ -43,7 +47,7 @@ def run(h, p):
 def report(h, p, r):
     r.heading(HEADINGS[0])
     r("Every cache in the tier named (`USLAB_DEBUG=<tier>`; none: the default tier), alternated",
-      f"{h.reps} times. P1: `pair-uslab 256 N 3` (inline fast path) and `pair-uslab-call` (the",
+      f"{h.reps} times. P1: `BENCH_WRITE=first4 pair-uslab 256 N 3` (inline fast path) and `pair-uslab-call` (the",
       f"library's functions), N = {p.iters} in the default tier and {p.iters_tier} in the debug tiers;",
       f"stress: `stress {' '.join(map(str, p.stress))}` (tests/stress/stress.c: threads, cross-thread frees, kmalloc,",
       "bulk, magazines, content checks), wall seconds. Every call of a cache in the tier reaches",
@@ -51,10 +55,10 @@ def report(h, p, r):
       "per sheaf); U keeps the caller's return address per allocation and free.", "")
     rows = []
     for d in SETS:
-        a, b = h.get("pair", f"uslab-{d}", 256, "ns"), h.get("pair", f"uslab-call-{d}", 256, "ns")
+        a, b = h.get("pair", f"{U}-{d}", 256, "ns"), h.get("pair", f"{UC}-{d}", 256, "ns")
         t = h.get("stress", f"stress-{d}", p.sp, "seconds")
-        rows.append((d, f"{fmt(a, '%.2f')} ns", div(a, h.get("pair", "uslab-none", 256, "ns")),
-                     f"{fmt(b, '%.2f')} ns", div(b, h.get("pair", "uslab-call-none", 256, "ns")),
+        rows.append((d, f"{fmt(a, '%.2f')} ns", div(a, h.get("pair", f"{U}-none", 256, "ns")),
+                     f"{fmt(b, '%.2f')} ns", div(b, h.get("pair", f"{UC}-none", 256, "ns")),
                      f"{fmt(t, '%.2f')} s", div(t, h.get("stress", "stress-none", p.sp, "seconds"))))
     r.table(["tier", "P1 inline", "x none", "P1 library", "x none", "stress", "x none"], rows)
     r()
@@ -63,13 +67,13 @@ def report(h, p, r):
 
 GOALS = [
     Goal("F P1 pair <= 10x the default tier",
-         lambda h, p: (ratio(h.get("pair", "uslab-F", 256, "ns"), h.get("pair", "uslab-none", 256, "ns")), None),
+         lambda h, p: (ratio(h.get("pair", f"{U}-F", 256, "ns"), h.get("pair", f"{U}-none", 256, "ns")), None),
          "<=", 10),
     Goal("FZPU P1 pair <= 50x the default tier",
-         lambda h, p: (ratio(h.get("pair", "uslab-FZPU", 256, "ns"), h.get("pair", "uslab-none", 256, "ns")), None),
+         lambda h, p: (ratio(h.get("pair", f"{U}-FZPU", 256, "ns"), h.get("pair", f"{U}-none", 256, "ns")), None),
          "<=", 50),
     Goal("FZPU P1 pair <= 5x the default tier",
-         lambda h, p: (ratio(h.get("pair", "uslab-FZPU", 256, "ns"), h.get("pair", "uslab-none", 256, "ns")), None),
+         lambda h, p: (ratio(h.get("pair", f"{U}-FZPU", 256, "ns"), h.get("pair", f"{U}-none", 256, "ns")), None),
          "<=", 5),
     Goal("FZPU stress <= 5x the default tier",
          lambda h, p: (ratio(h.get("stress", "stress-FZPU", p.sp, "seconds"),

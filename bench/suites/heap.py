@@ -15,7 +15,7 @@ import tempfile
 import time
 from types import SimpleNamespace as NS
 
-from harness import Failure, Goal, div, fmt, ratio, worst
+from harness import FIRST4, Failure, Goal, div, fmt, ratio, w4, worst
 from suites.malloc import so_of
 
 ORDER = 105
@@ -163,10 +163,11 @@ def run(h, p):
 
         for r in h.repetitions():
             for v in MT_PEERS:
-                h.run(r, [h.exe(f"manythreads-{v}"), 64, p.mt_ops, p.mt_reps], rename=rename_as("heap-manythreads"))
-            h.run(r, [h.exe("drain-uslab"), DRAIN_SIZE, p.dr_n, DRAIN_ROUNDS, "auto"], unset=DEFAULTS_UNSET,
-                  rename=rename_as("heap-drain"))
-            h.run(r, [h.exe("drain-mimalloc"), DRAIN_SIZE, p.dr_n, DRAIN_ROUNDS], unset=DEFAULTS_UNSET,
+                h.run(r, [h.exe(f"manythreads-{v}"), 64, p.mt_ops, p.mt_reps], env=FIRST4,
+                      rename=rename_as("heap-manythreads"))
+            h.run(r, [h.exe("drain-uslab"), DRAIN_SIZE, p.dr_n, DRAIN_ROUNDS, "auto"], env=FIRST4,
+                  unset=DEFAULTS_UNSET, rename=rename_as("heap-drain"))
+            h.run(r, [h.exe("drain-mimalloc"), DRAIN_SIZE, p.dr_n, DRAIN_ROUNDS], env=FIRST4, unset=DEFAULTS_UNSET,
                   rename=rename_as("heap-drain"))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -285,25 +286,27 @@ unset multiplot
              "RSS after", "return time"], rows)
 
     r.heading(HEADINGS[4])
-    r(f"`manythreads-<peer> 64 {p.mt_ops} {p.mt_reps}` (the alloc suite's program): 64 threads on {h.nproc}",
-      "cores, each with a window of 256 live objects of 8 to 256 bytes; peak RSS (VmHWM).", "")
+    r(f"`BENCH_WRITE=first4 manythreads-<peer> 64 {p.mt_ops} {p.mt_reps}` (the alloc suite's program): 64",
+      f"threads on {h.nproc} cores, each with a window of 256 live objects of 8 to 256 bytes, the first 4",
+      "bytes of each written; peak RSS (VmHWM).", "")
     r.table(["allocator", "million steps/s", "peak RSS", "x mimalloc"],
-            [(v, fmt(h.get("heap-manythreads", v, "64T", "mops"), "%.1f"),
-              fmt(h.get("heap-manythreads", v, "64T", "peak_rss_mb"), "%.1f MB"),
-              div(h.get("heap-manythreads", v, "64T", "peak_rss_mb"),
-                  h.get("heap-manythreads", "mimalloc", "64T", "peak_rss_mb"))) for v in MT_PEERS])
+            [(v, fmt(h.get("heap-manythreads", w4(v), "64T", "mops"), "%.1f"),
+              fmt(h.get("heap-manythreads", w4(v), "64T", "peak_rss_mb"), "%.1f MB"),
+              div(h.get("heap-manythreads", w4(v), "64T", "peak_rss_mb"),
+                  h.get("heap-manythreads", w4("mimalloc"), "64T", "peak_rss_mb"))) for v in MT_PEERS])
 
     r.heading(HEADINGS[5])
-    r(f"`drain-<peer> {DRAIN_SIZE} {p.dr_n} {DRAIN_ROUNDS} [auto]` (the layout suite's program, issue 11's P3",
-      "shape) with the OS layer's defaults (USLAB_PURGE_DELAY_MS, USLAB_RETAIN_KB unset): purges may",
+    r(f"`BENCH_WRITE=first4 drain-<peer> {DRAIN_SIZE} {p.dr_n} {DRAIN_ROUNDS} [auto]` (the layout suite's program,",
+      "issue 11's P3 shape; the first 4 bytes of each object written) with the OS layer's defaults (USLAB_PURGE_DELAY_MS, USLAB_RETAIN_KB unset): purges may",
       "happen during the drain.", "")
     r.table(["allocator", "free", "alloc", "per op", "x mimalloc", "touch", "peak RSS"],
-            [(v, fmt(h.get("heap-drain", v, DRAIN_SIZE, "free_ns"), "%.1f ns"),
-              fmt(h.get("heap-drain", v, DRAIN_SIZE, "alloc_ns"), "%.1f ns"),
-              fmt(h.get("heap-drain", v, DRAIN_SIZE, "ns"), "%.2f ns"),
-              div(h.get("heap-drain", v, DRAIN_SIZE, "ns"), h.get("heap-drain", "mimalloc", DRAIN_SIZE, "ns")),
-              fmt(h.get("heap-drain", v, DRAIN_SIZE, "touch_ns"), "%.1f ns"),
-              fmt(h.get("heap-drain", v, DRAIN_SIZE, "peak_rss_mb"), "%.0f MB"))
+            [(v, fmt(h.get("heap-drain", w4(v), DRAIN_SIZE, "free_ns"), "%.1f ns"),
+              fmt(h.get("heap-drain", w4(v), DRAIN_SIZE, "alloc_ns"), "%.1f ns"),
+              fmt(h.get("heap-drain", w4(v), DRAIN_SIZE, "ns"), "%.2f ns"),
+              div(h.get("heap-drain", w4(v), DRAIN_SIZE, "ns"),
+                  h.get("heap-drain", w4("mimalloc"), DRAIN_SIZE, "ns")),
+              fmt(h.get("heap-drain", w4(v), DRAIN_SIZE, "touch_ns"), "%.1f ns"),
+              fmt(h.get("heap-drain", w4(v), DRAIN_SIZE, "peak_rss_mb"), "%.0f MB"))
              for v in ("uslab-auto", "mimalloc")])
 
     r.heading(HEADINGS[6])
@@ -318,13 +321,13 @@ def _worst_vs_glibc(rows, f):
 
 
 def _mt(h, p):
-    return ratio(h.get("heap-manythreads", "uslab", "64T", "peak_rss_mb"),
-                 h.get("heap-manythreads", "mimalloc", "64T", "peak_rss_mb")), None
+    return ratio(h.get("heap-manythreads", w4("uslab"), "64T", "peak_rss_mb"),
+                 h.get("heap-manythreads", w4("mimalloc"), "64T", "peak_rss_mb")), None
 
 
 def _drain(h, p):
-    return ratio(h.get("heap-drain", "uslab-auto", DRAIN_SIZE, "ns"),
-                 h.get("heap-drain", "mimalloc", DRAIN_SIZE, "ns")), None
+    return ratio(h.get("heap-drain", w4("uslab-auto"), DRAIN_SIZE, "ns"),
+                 h.get("heap-drain", w4("mimalloc"), DRAIN_SIZE, "ns")), None
 
 
 GOALS = [

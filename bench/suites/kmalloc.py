@@ -1,8 +1,9 @@
-"""kmalloc: objects of random sizes through each peer's malloc-like interface (issue 10)."""
+"""kmalloc: objects of random sizes through each peer's malloc-like interface
+(issue 10); the goal rows with the first 4 bytes written (issue 34)."""
 
 from types import SimpleNamespace as NS
 
-from harness import Goal, div, fmt, ratio
+from harness import FIRST4, Goal, div, fmt, ratio, w4
 from suites import KPEERS
 
 ORDER = 80
@@ -19,16 +20,22 @@ def setup(h):
 
 def run(h, p):
     h.log(f"kmalloc: random-size (8..4096 B) alloc+free pairs and a window of {WINDOW} live, 1 and 2 threads")
+    if h.goals_only:
+        for n in (1, 2):
+            h.alternate("kmalloc", ["pair", n, p.iters, p.reps], ["uslab", "mimalloc", "glibc"], writes=("first4",))
+        return
     for n in (1, 2):
-        h.alternate("kmalloc", ["pair", n, p.iters, p.reps], KPEERS)
-        h.alternate("kmalloc", ["window", n, p.witers, p.reps, WINDOW], KPEERS)
+        h.alternate("kmalloc", ["pair", n, p.iters, p.reps], KPEERS, writes=("none", "first4"))
+        h.alternate("kmalloc", ["window", n, p.witers, p.reps, WINDOW], KPEERS, writes=("first4",))
     # Instructions per random-size pair under callgrind: the count inside
     # run_steps (the timed loop, also run for the warm-up) over its iterations.
     with open(h.path("kmalloc_instructions.csv"), "w") as f:
         for v in KPEERS:
-            i = h.callgrind([h.exe(f"kmalloc-{v}"), "pair", 1, p.cg_iters, 1], "run_steps", p.cg_iters + WARM)
-            p.ins[v] = i
-            f.write(f"{v},{fmt(i, '%.1f')}\n")
+            for name, env in ((v, {}), (w4(v), FIRST4)):
+                i = h.callgrind([h.exe(f"kmalloc-{v}"), "pair", 1, p.cg_iters, 1], "run_steps", p.cg_iters + WARM,
+                                env=env)
+                p.ins[name] = i
+                f.write(f"{name},{fmt(i, '%.1f')}\n")
 
 
 def report(h, p, r):
@@ -38,7 +45,8 @@ def report(h, p, r):
     r.heading(HEADINGS[0])
     r(f"`kmalloc-<peer> pair N {p.iters} {p.reps}`: one thread or N independent ones, each allocating",
       "and at once freeing one object of a random size, uniform in 8..4096 bytes (a ring of",
-      "4096 sizes per thread drawn before timing), not touched. uslab: uslab_kmalloc /",
+      "4096 sizes per thread drawn before timing), its first 4 bytes written between the two",
+      "(`BENCH_WRITE=first4`, the goal rows; the last columns: nothing written). uslab: uslab_kmalloc /",
       "uslab_kfree inline (uslab-call: the exported functions); glibc: __libc_malloc /",
       "__libc_free; mimalloc: mi_malloc / mi_free; jemalloc: malloc / free; tcmalloc:",
       "tc_malloc / tc_free. Per pair in one thread's loop (2 threads: the run from the first",
@@ -46,40 +54,44 @@ def report(h, p, r):
       "count inside the loop function divided by its iterations, loop included.", "")
 
     def cells(v, param):
-        x = g(v, param, "ns")
-        return [f"{fmt(g(v, param, 'cycles'), '%.0f')} cycles(tsc) {fmt(x, '%.3f')} ns",
-                div(x, g("mimalloc", param, "ns")), div(x, g("glibc", param, "ns"))]
+        x = g(w4(v), param, "ns")
+        return [f"{fmt(g(w4(v), param, 'cycles'), '%.0f')} cycles(tsc) {fmt(x, '%.3f')} ns",
+                div(x, g(w4("mimalloc"), param, "ns")), div(x, g(w4("glibc"), param, "ns"))]
 
     rows = []
     for v in KPEERS:
         rows.append([v] + cells(v, "pair-1T") + cells(v, "pair-2T")
-                    + [fmt(g(v, "pair-2T", "mops"), "%.1f"), fmt(p.ins.get(v), "%.1f")])
+                    + [fmt(g(w4(v), "pair-2T", "mops"), "%.1f"), fmt(p.ins.get(w4(v)), "%.1f"),
+                       f"{fmt(g(v, 'pair-1T', 'ns'), '%.3f')} ns", f"{fmt(g(v, 'pair-2T', 'ns'), '%.3f')} ns",
+                       fmt(p.ins.get(v), "%.1f")])
     r.table(["allocator", "1 thread", "x mimalloc", "x glibc", "2 threads", "x mimalloc", "x glibc",
-             "2 threads, M pairs/s", "instructions per pair"], rows)
-    r("", f"`kmalloc-<peer> window N {p.witers} {p.reps} {WINDOW}`: the same sizes, {WINDOW} objects live per",
-      f"thread: step i allocates object i, writes its first word and frees object i - {WINDOW}.",
+             "2 threads, M pairs/s", "instructions per pair", "1 thread, nothing written",
+             "2 threads, nothing written", "instructions, nothing written"], rows)
+    r("", f"`BENCH_WRITE=first4 kmalloc-<peer> window N {p.witers} {p.reps} {WINDOW}`: the same sizes, {WINDOW}",
+      f"objects live per thread: step i allocates object i, writes its first 4 bytes and frees object i - {WINDOW}.",
       "Per step (one alloc + one free) in one thread's loop; peak RSS of the 2-thread run.", "")
     w1, w2 = f"win{WINDOW}-1T", f"win{WINDOW}-2T"
     rows, dat = [], []
     for v in KPEERS:
-        rows.append([v] + cells(v, w1) + cells(v, w2) + [f"{fmt(g(v, w2, 'peak_rss_mb'), '%.1f')} MB"])
-        dat.append([v] + [g(v, x, "ns") for x in ("pair-1T", "pair-2T", w1, w2)])
+        rows.append([v] + cells(v, w1) + cells(v, w2) + [f"{fmt(g(w4(v), w2, 'peak_rss_mb'), '%.1f')} MB"])
+        dat.append([v] + [g(w4(v), x, "ns") for x in ("pair-1T", "pair-2T", w1, w2)])
     r.table(["allocator", "1 thread", "x mimalloc", "x glibc", "2 threads", "x mimalloc", "x glibc",
              "peak RSS, 2 threads"], rows)
     f = h.dat("kmalloc.dat", dat)
-    h.clustered("kmalloc.png", f, "random sizes 8..4096 B, per alloc+free (lower is better)",
+    h.clustered("kmalloc.png", f, "random sizes 8..4096 B, first 4 bytes written, per alloc+free (lower is better)",
                 "ns per pair or step, one thread's loop",
                 ["pair, 1 thread", "pair, 2 threads", f"window {WINDOW}, 1 thread", f"window {WINDOW}, 2 threads"])
     r.image("kmalloc", "kmalloc.png")
 
 
 def _vs(n, peer):
-    return lambda h, p: (ratio(h.get("kmalloc", "uslab", f"pair-{n}", "ns"), h.get("kmalloc", peer, f"pair-{n}", "ns")), None)
+    return lambda h, p: (ratio(h.get("kmalloc", w4("uslab"), f"pair-{n}", "ns"),
+                               h.get("kmalloc", w4(peer), f"pair-{n}", "ns")), None)
 
 
 GOALS = []
 for _n in ("1T", "2T"):
     GOALS += [
-        Goal(f"kmalloc random-size pair, {_n}, <= 0.5x mimalloc", _vs(_n, "mimalloc"), "<=", 0.5),
-        Goal(f"kmalloc random-size pair, {_n}, <= 0.25x glibc", _vs(_n, "glibc"), "<=", 0.25),
+        Goal(f"kmalloc random-size pair, {_n}, written, <= 0.5x mimalloc", _vs(_n, "mimalloc"), "<=", 0.5),
+        Goal(f"kmalloc random-size pair, {_n}, written, <= 0.25x glibc", _vs(_n, "glibc"), "<=", 0.25),
     ]

@@ -5,7 +5,7 @@ one-thread pair in both modes; and the peers' RSS at 64 threads."""
 
 from types import SimpleNamespace as NS
 
-from harness import Goal, div, fmt, ratio
+from harness import FIRST4, W4, Goal, div, fmt, ratio, w4
 
 ORDER = 145
 HEADINGS = ["## Per-CPU sheaves: many threads on {nproc} cores (issue 25)"]
@@ -24,9 +24,15 @@ def setup(h):
 
 
 def mode_rename(mode, bench):
+    """The line's variant replaced by the mode, "-w4" kept (every run here is BENCH_WRITE=first4)."""
     def rename(f):
-        return [bench, mode] + f[2:]
+        return [bench, mode + (W4 if f[1].endswith(W4) else "")] + f[2:]
     return rename
+
+
+def wget(h, bench, mode, param, m):
+    """A figure of a mode's run, objects written (BENCH_WRITE=first4, the goal rows)."""
+    return h.get(bench, w4(mode), param, m)
 
 
 def run(h, p):
@@ -35,31 +41,32 @@ def run(h, p):
     for r in h.repetitions():
         for n in p.threads:
             for mode, env in MODES:
-                h.run(r, [h.exe("threads-uslab"), n, 256, max(p.ops // n, 1000), 1], env=env,
+                h.run(r, [h.exe("threads-uslab"), n, 256, max(p.ops // n, 1000), 1], env=dict(env, **FIRST4),
                       unset=("USLAB_PERCPU_THREADS",), rename=mode_rename(mode, "percpu-threads"))
         # The seed's socket cycle (three caches, dentries freed at once): the same total
         # cycles at every thread count.
         for n in SA_THREADS:
             for mode, env in MODES:
-                h.run(r, [h.exe("socketalloc"), "uslab-nodefer", n, max(p.sa_cycles // n, 256), 3], env=env,
+                h.run(r, [h.exe("socketalloc"), "uslab-nodefer", n, max(p.sa_cycles // n, 256), 3], env=dict(env, **FIRST4),
                       unset=("USLAB_PERCPU_THREADS",), rename=mode_rename(mode, "percpu-socket"))
         for mode, env in MODES:
-            h.run(r, [h.exe("pair-uslab"), 256, p.pair, 3], env=env,
+            h.run(r, [h.exe("pair-uslab"), 256, p.pair, 3], env=dict(env, **FIRST4),
                   rename=mode_rename(mode, "percpu-pair"))
-            h.run(r, [h.exe("manythreads-uslab"), 64, p.mt_ops, 1], env=env,
+            h.run(r, [h.exe("manythreads-uslab"), 64, p.mt_ops, 1], env=dict(env, **FIRST4),
                   rename=mode_rename(mode, "percpu-many"))
         # auto (the default): the rule picks per N
-        for n in p.threads:
-            h.run(r, [h.exe("threads-uslab"), n, 256, max(p.ops // n, 1000), 1],
+        for n in p.threads if not h.goals_only else ():
+            h.run(r, [h.exe("threads-uslab"), n, 256, max(p.ops // n, 1000), 1], env=FIRST4,
                   unset=("USLAB_PERCPU", "USLAB_PERCPU_THREADS"), rename=mode_rename("auto", "percpu-threads"))
         for v in PEERS:
-            h.run(r, [h.exe(f"threads-{v}"), 64, 256, max(p.ops // 64, 1000), 1],
-                  rename=mode_rename(v, "percpu-threads"))
-            h.run(r, [h.exe(f"manythreads-{v}"), 64, p.mt_ops, 1], rename=mode_rename(v, "percpu-many"))
+            if not h.goals_only:
+                h.run(r, [h.exe(f"threads-{v}"), 64, 256, max(p.ops // 64, 1000), 1], env=FIRST4,
+                      rename=mode_rename(v, "percpu-threads"))
+            h.run(r, [h.exe(f"manythreads-{v}"), 64, p.mt_ops, 1], env=FIRST4, rename=mode_rename(v, "percpu-many"))
 
 
 def g(h, mode, n, m):
-    return h.get("percpu-threads", mode, f"{n}T", m)
+    return wget(h, "percpu-threads", mode, f"{n}T", m)
 
 
 def p999_growth(h, n):
@@ -69,7 +76,7 @@ def p999_growth(h, n):
 
 
 def peers_rss(h):
-    rss = [h.get("percpu-many", v, "64T", "peak_rss_mb") for v in PEERS]
+    rss = [wget(h, "percpu-many", v, "64T", "peak_rss_mb") for v in PEERS]
     return None if None in rss else min(rss)
 
 
@@ -79,7 +86,8 @@ def report(h, p, r):
       "alternated, medians: every thread allocates bursts of 64 256-byte objects and frees them; million",
       "pairs per second over all threads, the p999 of one alloc and of one free (ns, rdtsc), the",
       "memory the cache has handed out when every thread is done (`held_kb`: all of it in sheaves and",
-      "the barn) and the RSS the process gained. `auto` is the default (`USLAB_PERCPU_THREADS=32`: per CPU from 65 threads here).", "")
+      "the barn) and the RSS the process gained. `auto` is the default (`USLAB_PERCPU_THREADS=32`: per CPU from 65 threads here).",
+      "Every program of this section runs with `BENCH_WRITE=first4` (each object's first 4 bytes written, issue 34).", "")
     rows = []
     for n in p.threads:
         for mode in ("perthread", "percpu", "auto"):
@@ -92,7 +100,7 @@ def report(h, p, r):
                      fmt(g(h, v, 64, "free_p999_ns"), "%.0f"), "", fmt(g(h, v, 64, "rss_mb"), "%.1f")])
     r.table(["threads", "sheaves", "M pairs/s", f"/ {p.threads[0]} threads", "alloc p999", "free p999",
              "held KiB", "RSS MB"], rows)
-    pt = [h.get("percpu-pair", m, "256", "ns") for m, _ in MODES]
+    pt = [wget(h, "percpu-pair", m, "256", "ns") for m, _ in MODES]
     r("", f"The one-thread pair (`pair-uslab 256 {p.pair} 3`, the inline paths): per-thread",
       f"{fmt(pt[0], '%.2f')} ns, per-CPU {fmt(pt[1], '%.2f')} ns ({div(pt[1], pt[0])}).", "")
     r("", f"`socketalloc uslab-nodefer N {p.sa_cycles}/N 3` (the seed's socket cycle on three caches, the",
@@ -102,17 +110,17 @@ def report(h, p, r):
     for n in SA_THREADS:
         row = [f"{n}"]
         for mode, _ in MODES:
-            m = h.get("percpu-socket", mode, f"{n}T", "mcps")
-            row += [fmt(m, "%.2f"), div(m, h.get("percpu-socket", mode, "2T", "mcps")),
-                    fmt(h.get("percpu-socket", mode, f"{n}T", "held_kb"), "%.0f")]
+            m = wget(h, "percpu-socket", mode, f"{n}T", "mcps")
+            row += [fmt(m, "%.2f"), div(m, wget(h, "percpu-socket", mode, "2T", "mcps")),
+                    fmt(wget(h, "percpu-socket", mode, f"{n}T", "held_kb"), "%.0f")]
         rows.append(row)
     r.table(["threads", "per-thread M cycles/s", "/ 2 threads", "held KiB", "per-CPU M cycles/s", "/ 2 threads",
              "held KiB"], rows)
     r("")
     rows = []
     for v in ["perthread", "percpu"] + PEERS:
-        rows.append([v, fmt(h.get("percpu-many", v, "64T", "mops"), "%.1f"),
-                     fmt(h.get("percpu-many", v, "64T", "peak_rss_mb"), "%.1f")])
+        rows.append([v, fmt(wget(h, "percpu-many", v, "64T", "mops"), "%.1f"),
+                     fmt(wget(h, "percpu-many", v, "64T", "peak_rss_mb"), "%.1f")])
     r(f"`manythreads-<peer> 64 {p.mt_ops} 1` (kmalloc/malloc of small random sizes, 64 threads):", "")
     r.table(["allocator", "M steps/s", "peak RSS MB"], rows)
 
@@ -123,11 +131,11 @@ GOALS = [
     Goal("per-CPU: 256 threads >= 0.95x the 2-thread throughput",
          lambda h, p: (ratio(g(h, "percpu", 256, "mops"), g(h, "percpu", 2, "mops")), None), ">=", 0.95, when=lambda h, p: 256 in p.threads),
     Goal("per-CPU: socketalloc 64 threads >= 0.95x the 2-thread throughput",
-         lambda h, p: (ratio(h.get("percpu-socket", "percpu", "64T", "mcps"),
-                             h.get("percpu-socket", "percpu", "2T", "mcps")), None), ">=", 0.95),
+         lambda h, p: (ratio(wget(h, "percpu-socket", "percpu", "64T", "mcps"),
+                             wget(h, "percpu-socket", "percpu", "2T", "mcps")), None), ">=", 0.95),
     Goal("per-CPU: socketalloc 256 threads >= 0.95x the 2-thread throughput",
-         lambda h, p: (ratio(h.get("percpu-socket", "percpu", "256T", "mcps"),
-                             h.get("percpu-socket", "percpu", "2T", "mcps")), None), ">=", 0.95),
+         lambda h, p: (ratio(wget(h, "percpu-socket", "percpu", "256T", "mcps"),
+                             wget(h, "percpu-socket", "percpu", "2T", "mcps")), None), ">=", 0.95),
     Goal("per-CPU: 256-thread sheaf memory <= 1.5x the 2-thread",
          lambda h, p: (ratio(g(h, "percpu", 256, "held_kb"), g(h, "percpu", 2, "held_kb")), None), "<=", 1.5, when=lambda h, p: 256 in p.threads),
     Goal("per-CPU: 64-thread p999 (alloc, free) <= 4x the 2-thread", lambda h, p: (p999_growth(h, 64), None),
@@ -137,8 +145,8 @@ GOALS = [
     Goal("per-CPU: 2 threads >= 0.95x per-thread's 2 threads",
          lambda h, p: (ratio(g(h, "percpu", 2, "mops"), g(h, "perthread", 2, "mops")), None), ">=", 0.95),
     Goal("per-CPU: manythreads 64 peak RSS <= the lower of mimalloc's and tcmalloc's",
-         lambda h, p: (ratio(h.get("percpu-many", "percpu", "64T", "peak_rss_mb"), peers_rss(h)), None), "<=", 1.0),
+         lambda h, p: (ratio(wget(h, "percpu-many", "percpu", "64T", "peak_rss_mb"), peers_rss(h)), None), "<=", 1.0),
     Goal("per-CPU pair <= 2x the per-thread inline pair",
-         lambda h, p: (ratio(h.get("percpu-pair", "percpu", "256", "ns"),
-                             h.get("percpu-pair", "perthread", "256", "ns")), None), "<=", 2.0),
+         lambda h, p: (ratio(wget(h, "percpu-pair", "percpu", "256", "ns"),
+                             wget(h, "percpu-pair", "perthread", "256", "ns")), None), "<=", 2.0),
 ]
