@@ -356,8 +356,7 @@ static uint64_t id_map[(USLAB_MAX_CACHES + 1 + 63) / 64];
 /*
  * The objects' places in the slabs of the cache with each id, and its free
  * key (<uslab/priv.h>): the inline kfree's checks. Zero for id 0 and for a
- * cache that is neither a kmalloc class nor keyed (its objects freed by
- * kfree take the library's path).
+ * debug cache (its objects freed by kfree take the library's path).
  */
 struct uslab_priv_objgeo uslab_priv_objgeo[USLAB_MAX_CACHES + 1];
 
@@ -405,11 +404,12 @@ int thread_id_attach(struct uslab_cache *c, unsigned int sheaf_capacity)
 	c->pcs_lib = c->debug ? 0 : c->pcs_own;
 	c->hot.pcs_off = c->debug || c->hot.free_key ? 0 : c->pcs_own;
 	/*
-	 * The inline kmalloc and kfree serve the kmalloc classes, with the
-	 * key or not, and keyed caches (the library serves the others, and
-	 * a debug cache: span 0).
+	 * The inline kfree serves the objects of every cache with sheaves,
+	 * keyed or not (pushed as uslab_cache_free() pushes them, marked
+	 * where the cache has the key); a debug cache's go to the library
+	 * (span 0), which checks them.
 	 */
-	if (!c->debug && (c->hot.free_key || (c->flags & CACHE_KMALLOC)))
+	if (!c->debug)
 		uslab_priv_objgeo[id] = (struct uslab_priv_objgeo){
 			.recip = c->recip,
 			.span = (uint64_t)c->objects * c->size,

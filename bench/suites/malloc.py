@@ -27,7 +27,8 @@ Every (workload, allocator) runs in turn, A B C D E A B C D E ..., BENCH_REPS
 times, each run a fresh process; each program's output is checked to be the
 same under every allocator. Its own environment: BENCH_MALLOC_ONLY (redis
 python sqlite gcc perl gawk sed sort xz zstd git lua php), BENCH_MALLOC_ALLOCS (glibc mimalloc jemalloc tcmalloc
-uslab; the ratios need mimalloc; uslab-base: the libuslab-malloc.so named by
+uslab; the ratios need mimalloc; uslab-nokey: uslab with USLAB_FREE_KEY=0, the
+drop-in without glibc-level free checks; uslab-base: the libuslab-malloc.so named by
 BENCH_MALLOC_BASE, another build to alternate with), BENCH_REDIS_PORT (default 16479),
 BENCH_MALLOC_REPORT=1 (no runs: the report again from malloc-raw.csv).
 """
@@ -108,6 +109,8 @@ def setup(h):
             "jemalloc": so_of("libjemalloc2", r"/libjemalloc\.so\.2$"),
             "tcmalloc": so_of("libtcmalloc-minimal4", r"/libtcmalloc_minimal\.so\.4$"),
             "uslab": os.path.join(h.build, "libuslab-malloc.so")}
+    # The same library without the free key (USLAB_FREE_KEY=0): what glibc's checks cost.
+    p.so["uslab-nokey"] = p.so["uslab"]
     # Another build of uslab to alternate with (a commit before a change): BENCH_MALLOC_BASE.
     if os.environ.get("BENCH_MALLOC_BASE"):
         p.so["uslab-base"] = os.environ["BENCH_MALLOC_BASE"]
@@ -166,10 +169,15 @@ def preload(p, workload, a):
     return p.so[a]
 
 
-def env_for(pre, extra=None):
+# An allocator's own environment: uslab-nokey is uslab with the free key off.
+ALLOC_ENV = {"uslab-nokey": {"USLAB_FREE_KEY": "0"}}
+
+
+def env_for(pre, extra=None, alloc=None):
     e = dict(os.environ)
     if pre:
         e["LD_PRELOAD"] = pre
+    e.update(ALLOC_ENV.get(alloc, {}))
     e.update(extra or {})
     return e
 
@@ -193,7 +201,7 @@ class Runner:
         with open(stdin) if stdin else open(os.devnull) as fin:
             res = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M %R", "-o", tf] + cmd, stdin=fin,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=self.tmp,
-                                 env=env_for(preload(self.p, w, a), extra_env))
+                                 env=env_for(preload(self.p, w, a), extra_env, a))
         if res.returncode != 0:
             self.h.log(f"{w} under {a} failed:\n" + "\n".join(res.stderr.decode(errors="replace").splitlines()[-5:]))
             self.record(r, w, a, "-", "failed", 1)
@@ -230,7 +238,7 @@ class Runner:
         server = subprocess.Popen(p.pin_server + ["redis-server", "--port", str(p.port), "--bind", "127.0.0.1",
                                                   "--save", "", "--appendonly", "no", "--daemonize", "no",
                                                   "--logfile", logf],
-                                  env=env_for(preload(p, "redis", a)), cwd=self.tmp,
+                                  env=env_for(preload(p, "redis", a), alloc=a), cwd=self.tmp,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             for _ in range(200):

@@ -315,9 +315,8 @@ static inline __attribute__((__always_inline__)) void *uslab_kmalloc_inline(size
  * whether it is free already; then the sheaf push of uslab_cache_free().
  * About 26 instructions, three dependent loads (registry, descriptor, the
  * pcs line) before the stores. NULL, USLAB_ZERO_SIZE_PTR, foreign
- * addresses, large objects, caches without sheaves and those that are
- * neither kmalloc classes nor keyed (id 0, or span 0), free slabs and a
- * full sheaf go to the library.
+ * addresses, large objects, caches without sheaves and debug caches (id 0,
+ * or span 0), free slabs and a full sheaf go to the library.
  */
 static inline __attribute__((__always_inline__))
 USLAB_NO_ACCESS(1) void uslab_kfree_inline(const void *obj)

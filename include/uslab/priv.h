@@ -328,9 +328,8 @@ static inline __attribute__((__always_inline__)) void uslab_priv_free_unmark(voi
  * The objects' places in the slabs of the cache with each id (a cache with
  * sheaves), for the interior-pointer check of the inline kfree: recip is
  * 2^64 / size rounded up, span the bytes from a slab's first object to the
- * end of its last (0: neither a kmalloc class nor keyed, or a debug cache:
- * the check always fails and the library frees them), and the cache's free
- * key (0: none). The
+ * end of its last (0: a debug cache: the check always fails and the
+ * library frees them), and the cache's free key (0: none). The
  * inline kfree reads the copy a thread's pcs holds beside its sheaf top
  * (struct uslab_priv_pcs), the per-CPU miss path this table. An address
  * @off bytes from its slab's first object is an object's start iff off <
