@@ -42,8 +42,11 @@
 
 /*
  * Main cannot serve (@top is NULL: the thread holds no sheaf of @c, so a
- * per-CPU cache's calls come here): the CPU's sheaf in an rseq section,
- * else the library. About 14 instructions and the slot's and sheaf's lines.
+ * per-CPU cache's calls come here): the CPU's sheaf in an rseq section;
+ * a cache with the free key (its pcs_off is the always-empty entry): the
+ * library's fast path, which finds its sheaves and marks; else the
+ * library's slow path. About 14 instructions and the slot's and sheaf's
+ * lines.
  */
 static __attribute__((__noinline__, __unused__)) void *uslab_priv_alloc_miss(struct uslab_cache *c,
 									     void **top)
@@ -64,6 +67,8 @@ static __attribute__((__noinline__, __unused__)) void *uslab_priv_alloc_miss(str
 #else
 	(void)top;
 #endif
+	if (!top && ((const struct uslab_priv_cache *)(const void *)c)->free_key)
+		return (uslab_cache_alloc)(c);
 	return uslab_priv_alloc_slow(c);
 }
 
@@ -86,6 +91,10 @@ static __attribute__((__noinline__, __unused__)) void uslab_priv_free_miss(struc
 #else
 	(void)top;
 #endif
+	if (!top && ((const struct uslab_priv_cache *)(const void *)c)->free_key) {
+		(uslab_cache_free)(c, obj); /* (checked at the call: slab, cache, start) */
+		return;
+	}
 	uslab_priv_free_slow(c, obj);
 }
 
