@@ -911,7 +911,7 @@ size_t cache_pool_gather(struct uslab_cache *c, void **dst, size_t max)
 		return 0;
 	ulock_lock(&c->node.lock);
 	n = c->node.nr_loose;
-	if (dst)
+	if (dst && n) /* (no array after a shrink: memcpy from NULL is undefined) */
 		memcpy(dst, c->node.loose, (n < max ? n : max) * sizeof(void *));
 	ulock_unlock(&c->node.lock);
 	return n;
