@@ -53,6 +53,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -293,6 +294,7 @@ static struct {
 	bool rcu_any;		 /* a deferred free since the last barrier */
 	unsigned long tolerated; /* OBJFREELIST array holders handed out */
 	unsigned long guarded;	 /* objects like the sampling guard's, not checked */
+	unsigned long forks;	 /* children forked in this run */
 	unsigned long reused;	 /* freed objects handed out again and checked */
 	unsigned long ops[64];
 } M;
@@ -305,6 +307,8 @@ static bool env_debug;		     /* USLAB_DEBUG set: any cache may be in the debug t
 static bool verbose;		     /* API_FUZZ_VERBOSE: each op's count at the end */
 static bool trace;		     /* API_FUZZ_TRACE: every step on stderr as it runs */
 static unsigned long log_steps = 48; /* API_FUZZ_LOG=N: steps printed when a check fails */
+/* API_FUZZ_MAX_FORKS=N: forked children (fork and misuse steps) per run; libFuzzer: 1 */
+static unsigned long max_forks = ULONG_MAX;
 
 /* ---------------------------------------------------------- reporting */
 
@@ -2680,7 +2684,7 @@ static void op_fork(struct src *s)
 	int status;
 	pid_t pid;
 
-	if (M.child)
+	if (M.child || M.forks++ >= max_forks)
 		return;
 	if (synced)
 		peer_sync();
@@ -2788,7 +2792,7 @@ static void op_misuse(struct src *s)
 	char buf[8192];
 	int status, i;
 
-	if (M.child || env_debug)
+	if (M.child || env_debug || M.forks++ >= max_forks)
 		return;
 	switch (m.kind) {
 	case 0: {
@@ -2962,6 +2966,11 @@ static void init_once(void)
 	trace = getenv("API_FUZZ_TRACE") != NULL;
 	if (getenv("API_FUZZ_LOG"))
 		log_steps = strtoul(getenv("API_FUZZ_LOG"), NULL, 0);
+#ifdef API_FUZZ_LIBFUZZER
+	max_forks = 1; /* (a fork of a fuzzing process costs tens of milliseconds) */
+#endif
+	if (getenv("API_FUZZ_MAX_FORKS"))
+		max_forks = strtoul(getenv("API_FUZZ_MAX_FORKS"), NULL, 0);
 	if (log_steps > LOG_LEN)
 		log_steps = LOG_LEN;
 	/* The process's free key, from a keyed cache's magazine (white-box, for the check). */
