@@ -2807,9 +2807,12 @@ static void op_misuse(struct src *s)
 									pick(s, USLAB_LAYOUT_NR) :
 									1 + 2 * pick(s, 2) };
 
-			own = uslab_cache_create("fz-keyed", pick_size(s, 8, 4096), &a,
-						 USLAB_FREE_KEY);
-			ENSURE(own, "create a keyed cache");
+			size_t size = pick_size(s, 8, 4096);
+
+			own = uslab_cache_create("fz-keyed", size, &a, USLAB_FREE_KEY);
+			if (!own) /* (a layout unfit for the size: EINVAL) */
+				own = uslab_cache_create("fz-keyed", size, NULL, USLAB_FREE_KEY);
+			ENSURE(own, "create a keyed cache: errno %d", errno);
 			m.c = own;
 		}
 		m.between = pick(s, 4) ? pick(s, 8) : pick(s, 300);
