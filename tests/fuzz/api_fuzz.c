@@ -2155,23 +2155,21 @@ static bool fill_free_cmd(struct src *s, struct peer_cmd *cmd)
 {
 	unsigned int want = 1 + pick(s, PEER_BATCH);
 	int ci = pick_cache(s);
-	bool pool_ways;
 
 	cmd->op = P_FREE;
 	cmd->way = (int)pick(s, PF_NWAYS + dropin);
-	if (cmd->way == PF_FREE) {
-		cmd->ci = -1;
-	} else if (cmd->way == PF_KFREE || cmd->way == PF_KFREE_BULK || cmd->way == PF_RCU ||
-		   cmd->way == PF_CACHE_NULL || ci < 0) {
-		cmd->ci = -1;
-		if (cmd->way != PF_KFREE && cmd->way != PF_KFREE_BULK && cmd->way != PF_RCU)
-			cmd->way = PF_KFREE;
+	cmd->ci = -1;
+	if (cmd->way == PF_FREE || cmd->way == PF_KFREE || cmd->way == PF_KFREE_BULK ||
+	    cmd->way == PF_RCU) {
+		/* (any objects those take: malloc's, or kmalloc's and caches' but external ones) */
+	} else if (ci < 0) {
+		cmd->way = PF_KFREE;
 	} else {
 		cmd->ci = ci;
 		cmd->c = M.caches[ci].c;
+		if (cmd->way == PF_CACHE_NULL && M.caches[ci].external)
+			cmd->way = PF_CACHE; /* (no address lookup finds an external pool's) */
 	}
-	pool_ways = cmd->ci >= 0 && M.caches[cmd->ci].external;
-	(void)pool_ways;
 	cmd->n = 0;
 	for (unsigned int k = 0; k < want; k++) {
 		int i = cmd->way == PF_FREE ? pick_live(s, is_malloc, 0) :
