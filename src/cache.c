@@ -822,8 +822,11 @@ static unsigned int loose_take(struct uslab_cache *c, void **dst, unsigned int w
 		return 0;
 	ulock_lock(&nd->lock);
 	k = nd->nr_loose < want ? (unsigned int)nd->nr_loose : want;
-	WRITE_ONCE(nd->nr_loose, nd->nr_loose - k);
-	memcpy(dst, nd->loose + nd->nr_loose, k * sizeof(void *));
+	/* (0: a shrink on another thread released the array since the look above) */
+	if (k) {
+		WRITE_ONCE(nd->nr_loose, nd->nr_loose - k);
+		memcpy(dst, nd->loose + nd->nr_loose, k * sizeof(void *));
+	}
 	ulock_unlock(&nd->lock);
 	return k;
 }
@@ -911,7 +914,7 @@ size_t cache_pool_gather(struct uslab_cache *c, void **dst, size_t max)
 		return 0;
 	ulock_lock(&c->node.lock);
 	n = c->node.nr_loose;
-	if (dst)
+	if (dst && n) /* (no array after a shrink: memcpy from NULL is undefined) */
 		memcpy(dst, c->node.loose, (n < max ? n : max) * sizeof(void *));
 	ulock_unlock(&c->node.lock);
 	return n;

@@ -561,9 +561,13 @@ void *uslab_krealloc(const void *p, size_t size)
 	q = uslab_kmalloc(size);
 	if (!q)
 		return size <= old ? (void *)p : NULL; /* a failed shrink keeps @p */
-	/* A large object into a larger one: its pages move (mremap), else copied. */
+	/*
+	 * A large object into a larger one: its pages move (mremap), else
+	 * copied. (A large object may be smaller than a class: one aligned
+	 * beyond a page, grown into a class, is copied.)
+	 */
 	if (!(s && (s->cache->flags & CACHE_LARGE) && size > old &&
-	      os_large_move(os_slab_lookup(q), s)))
+	      size > USLAB_KMALLOC_MAX_CACHE_SIZE && os_large_move(os_slab_lookup(q), s)))
 		memcpy(q, p, old < size ? old : size);
 	uslab_kfree(p);
 	return q;
