@@ -568,7 +568,19 @@ static void race_child(void *arg)
 
 static void test_two_threads_at_once(void)
 {
-	static char err[1 << 20]; /* (under TSan the child's stderr holds its race reports too) */
+	static char err[1 << 20];
+
+#if defined(__SANITIZE_THREAD__)
+	/*
+	 * A forked child that starts threads: TSan refuses it when the parent
+	 * had another thread at the fork (uslab's background threads, started
+	 * by the tests before), and with die_after_fork=0 its runtime fails
+	 * in the child now and then ("dup thread with used id"). The race is
+	 * a deliberate one; the release and ASan builds run it.
+	 */
+	printf("   (skipped under ThreadSanitizer: threads in a forked child)\n");
+	return;
+#endif
 
 	for (int run = 0; run < RACE_RUNS; run++) {
 		int status = run_child(race_child, (void *)(uintptr_t)(run & 1), err, sizeof(err));
