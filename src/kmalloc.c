@@ -567,8 +567,16 @@ void *uslab_krealloc(const void *p, size_t size)
 	 * beyond a page, grown into a class, is copied.)
 	 */
 	if (!(s && (s->cache->flags & CACHE_LARGE) && size > old &&
-	      size > USLAB_KMALLOC_MAX_CACHE_SIZE && os_large_move(os_slab_lookup(q), s)))
+	      size > USLAB_KMALLOC_MAX_CACHE_SIZE && os_large_move(os_slab_lookup(q), s))) {
 		memcpy(q, p, old < size ? old : size);
+		/*
+		 * @p was live: a key in its first word is a stale one it was
+		 * handed out with (an object of a cache without the key, on
+		 * pages a keyed cache gave back), not the program's; in @q,
+		 * a keyed object, its free would report a double free.
+		 */
+		cache_clear_stale_key(q);
+	}
 	uslab_kfree(p);
 	return q;
 }

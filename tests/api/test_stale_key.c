@@ -17,6 +17,7 @@
 #include <uslab.h>
 #include <pthread.h>
 #include <uslab/kmalloc.h>
+#include <uslab/magazine.h>
 
 #include "../test.h"
 
@@ -120,11 +121,70 @@ static void test_large_krealloc(void)
 	}
 }
 
+/*
+ * Objects of a cache without the key handed out on pages a keyed cache gave
+ * back (their first words may hold the key), grown with krealloc into a
+ * keyed kmalloc class (the copy carries the first word) and freed: found by
+ * api_fuzz (USLAB_FREE_KEY=1), "kmalloc-6144: double free" before the fix.
+ */
+static void *free_all(void *arg)
+{
+	struct uslab_cache *c = arg;
+
+	for (int i = 0; i < NOBJ; i++)
+		uslab_cache_free(c, objs[i]);
+	return NULL;
+}
+
+static void test_unkeyed_krealloc(void)
+{
+	struct uslab_cache_args a = { .min_partial = 1 };
+	struct uslab_cache *keyed = uslab_cache_create("stale-k", 4096, &a, USLAB_FREE_KEY);
+	struct uslab_cache *plain = uslab_cache_create("stale-p", 4096, NULL, USLAB_NO_FREE_KEY);
+	unsigned int grown = 0;
+	pthread_t t;
+
+	struct uslab_magazine *m;
+	uintptr_t key;
+
+	CHECK(keyed && plain, "create");
+	/* The key, white-box: a magazine of a keyed cache keeps a copy (<uslab/magazine.h>). */
+	m = uslab_magazine_create(keyed, 0, 0);
+	CHECK(m && (key = m->uslab_priv_free_key) != 0, "a keyed cache's magazine has the key");
+	uslab_magazine_destroy(m);
+	for (int i = 0; i < NOBJ; i++)
+		CHECK((objs[i] = uslab_cache_alloc(keyed)), "alloc");
+	CHECK(!pthread_create(&t, NULL, free_all, keyed), "thread");
+	CHECK(!pthread_join(t, NULL),
+	      "join"); /* (its sheaves back: the slabs empty, to the heap) */
+	for (int i = 0; i < NOBJ; i++)
+		CHECK((objs[i] = uslab_cache_alloc(plain)), "alloc");
+	for (int i = 0; i < NOBJ; i++) {
+		uintptr_t first;
+
+		memcpy(&first, objs[i], sizeof(first));
+		if (first != key || grown >= 64)
+			continue;
+		memset((char *)objs[i] + 8, 0x5a, 4096 - 8);
+		objs[i] = uslab_krealloc(objs[i], 6000);
+		CHECK(objs[i], "krealloc");
+		uslab_kfree(objs[i]);
+		objs[i] = NULL;
+		grown++;
+	}
+	for (int i = 0; i < NOBJ; i++)
+		if (objs[i])
+			uslab_cache_free(plain, objs[i]);
+	printf("   (%u objects handed out with a stale key, grown and freed)\n", grown);
+	CHECK(uslab_cache_destroy(plain) == 0 && uslab_cache_destroy(keyed) == 0, "destroy");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1)
 		rounds = (unsigned int)atoi(argv[1]);
 	RUN(test_caches);
 	RUN(test_large_krealloc);
+	RUN(test_unkeyed_krealloc);
 	return 0;
 }
