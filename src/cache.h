@@ -248,7 +248,6 @@ static inline void objs_unpoison(const struct uslab_cache *c, void *const *objs,
 NO_SANITIZE_ADDRESS static inline void obj_mark_free(struct uslab_cache *c, void *obj)
 {
 	uintptr_t *w = obj;
-
 	const uint32_t *half = (const uint32_t *)(const void *)w;
 	const int hi = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
 

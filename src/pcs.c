@@ -504,13 +504,6 @@ void *uslab_priv_alloc_slow(struct uslab_cache *c)
 		NO_TAIL_CALL(obj);
 		return obj;
 	}
-	if (p->hot.top != p->hot.bottom) {
-		/* A cache with the free key: its inline pops all come here (thread.c). */
-		USLAB_ASSERT(c->hot.free_key);
-		obj = *--p->hot.top;
-		objs_hand_out(c, &obj, 1);
-		return obj;
-	}
 	/* One sheaf miss in USLAB_GUARD: the object from the sampling guard (guard.c). */
 	if (unlikely(guard_sample()) && (obj = cache_guard_alloc(c)))
 		return obj;
@@ -594,12 +587,6 @@ void uslab_priv_free_slow(struct uslab_cache *c, void *obj)
 		if (c->hot.free_key)
 			obj_mark_free(c, obj);
 		obj_poison(c, obj);
-		if (p->hot.top != p->hot.limit) {
-			/* A cache with the free key: its inline pushes all come here. */
-			USLAB_ASSERT(c->hot.free_key);
-			*p->hot.top++ = obj;
-			return;
-		}
 		thread_lock_self();
 		if (!c->hot.free_key)
 			check_top(c, p, obj); /* (main is full: its top is the last freed) */
