@@ -174,7 +174,9 @@ struct uslab_cache_args {
  * @USLAB_LAYOUT_OBJFREELIST: an array of object indices (1 or 2 bytes each),
  *                            kept inside one free object of the slab; needs no
  *                            constructor, no USLAB_TYPESAFE_BY_RCU and an object
- *                            at least as large as the array.
+ *                            at least as large as the array (8 bytes larger in
+ *                            a cache with the free key, whose first word the
+ *                            array leaves alone).
  * @USLAB_LAYOUT_ONSLAB:      the index array in the slab's leftover bytes, or in
  *                            room reserved at the slab's end.
  * @USLAB_LAYOUT_OFFSLAB:     the index array allocated apart from the slab (at

@@ -71,11 +71,11 @@ static __attribute__((target("avx2"))) unsigned int move_ptrs_avx2(void **dst, v
 
 		*(ptrv4 *)(void *)(dst + i) = v;
 		*(ptrv4 *)(void *)(src + i) = zero;
-		acc |= v - 1;
+		acc |= v - (USLAB_PRIV_HOLE_MAX + 1);
 	}
 	z = acc[0] | acc[1] | acc[2] | acc[3];
 	for (; i < n; i++) {
-		z |= (uintptr_t)src[i] - 1;
+		z |= (uintptr_t)src[i] - (USLAB_PRIV_HOLE_MAX + 1);
 		dst[i] = src[i];
 		src[i] = NULL;
 	}
@@ -116,7 +116,7 @@ static RESOLVER unsigned int (*resolve_move_ptrs(void))(void **, void **, size_t
 /* Copy @src[0..n) to @dst (not overlapping). */
 static void copy_ptrs(void **dst, void *const *src, size_t n)
 	__attribute__((ifunc("resolve_copy_ptrs")));
-/* Copy @src[0..n) to @dst (not overlapping), clear @src; nonzero if a NULL may be among them. */
+/* Copy @src[0..n) to @dst (not overlapping), clear @src; nonzero if a hole may be among them. */
 static unsigned int move_ptrs(void **dst, void **src, size_t n)
 	__attribute__((ifunc("resolve_move_ptrs")));
 #else
@@ -124,7 +124,7 @@ static unsigned int move_ptrs(void **dst, void **src, size_t n)
 #define move_ptrs move_ptrs_generic
 #endif
 
-/* Squeeze the NULLs out of @p[0..n) (a free's holes, moved into main). Return: what is left. */
+/* Squeeze the holes out of @p[0..n) (a free's, moved into main). Return: what is left. */
 static size_t squeeze(void **p, size_t n)
 {
 	return uslab_priv_squeeze(p, n);
@@ -404,7 +404,10 @@ void uslab_priv_free_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 		return;
 	}
 	cache_check_live(c, "bulk free");
-	objs_mark_free(c, objs, n); /* a double free stops here, at the call */
+	for (size_t i = 0; i < n; i++)
+		if (unlikely(objs[i] == USLAB_ZERO_SIZE_PTR))
+			objs[i] = NULL; /* the paths below know NULL holes only */
+	objs_mark_free(c, objs, n);	/* a double free stops here, at the call */
 	objs_poison(objs, n);
 	free_to_cache(c, n, objs);
 	USLAB_ASSERT_EXPENSIVE(all_null(objs, n)); /* every entry consumed */

@@ -113,6 +113,16 @@ static uintptr_t free_key;
 /* A cache got the key: stale keys may be in memory that goes back to the page heap. */
 static bool free_key_used;
 
+/* Whether a cache of @flags (@ctor: it has one, @debug: the debug tier) has the key with sheaves. */
+static bool may_key(unsigned int flags, bool ctor, bool debug)
+{
+	if (ctor || debug || usl_opt.free_key == FREE_KEY_OFF ||
+	    (flags & (USLAB_TYPESAFE_BY_RCU | USLAB_POOL | USLAB_POOL_EXTERNAL | USLAB_NO_FREE_KEY |
+		      CACHE_INTERNAL)))
+		return false;
+	return (flags & USLAB_FREE_KEY) || usl_opt.free_key == FREE_KEY_ALL;
+}
+
 /*
  * cache_free_key - the free key of @c, which is getting sheaves: the key
  * for a cache created with USLAB_FREE_KEY (the malloc drop-in's classes
@@ -126,11 +136,7 @@ static bool free_key_used;
  */
 uintptr_t cache_free_key(const struct uslab_cache *c)
 {
-	if (c->ctor || c->debug || usl_opt.free_key == FREE_KEY_OFF ||
-	    (c->flags & (USLAB_TYPESAFE_BY_RCU | USLAB_POOL | USLAB_POOL_EXTERNAL |
-			 USLAB_NO_FREE_KEY | CACHE_INTERNAL)))
-		return 0;
-	if (!(c->flags & USLAB_FREE_KEY) && usl_opt.free_key != FREE_KEY_ALL)
+	if (!may_key(c->flags, c->ctor != NULL, c->debug != 0))
 		return 0;
 	__atomic_store_n(&free_key_used, true, __ATOMIC_RELAXED);
 	return free_key;
@@ -233,6 +239,8 @@ static int cache_setup(struct uslab_cache *c, const char *name, size_t size, siz
 		.layout = layout,
 		.bound = bound,
 		.internal = flags & CACHE_INTERNAL,
+		/* OBJFREELIST's array then leaves the holder's first word, the key's, alone. */
+		.keep_first_word = may_key(flags, ctor != NULL, debug != 0),
 	};
 	if (slab_geometry_init(&c->geo, &r))
 		return -EINVAL;
@@ -423,6 +431,22 @@ static void release_slabs(struct slab *s)
 		gp_defer_slabs(deferred); /* lock-free: any lock may be held */
 }
 
+/*
+ * The objects of @s, a slab of keyed @c leaving it, keep no key: its pages
+ * may become another cache's objects or a large allocation, handed out
+ * unwritten (doc/design.md, "Free checks": the hand-out invariant). A
+ * load per object ever used, at the rate slabs are given back.
+ */
+static NO_SANITIZE_ADDRESS void slab_clear_keys(const struct uslab_cache *c, struct slab *s)
+{
+	uintptr_t key = c->hot.free_key;
+	char *o = slab_first_object(c, s);
+
+	for (unsigned int i = 0; i < s->bump; i++, o += c->size)
+		if (*(uintptr_t *)(void *)o == key)
+			*(uintptr_t *)(void *)o = 0;
+}
+
 /* Give a list of slabs to os.c now (rcu.c: after their grace period). Return: how many. */
 unsigned long cache_release_slabs_now(struct slab *s)
 {
@@ -437,6 +461,8 @@ unsigned long cache_release_slabs_now(struct slab *s)
 			cache_free_direct(c->offslab, s->freelist);
 		if (c->flags & USLAB_TYPESAFE_BY_RCU)
 			__atomic_sub_fetch(&c->nr_deferred, 1, __ATOMIC_RELEASE);
+		if (c->hot.free_key)
+			slab_clear_keys(c, s);
 		__atomic_store_n(&s->cache, NULL, __ATOMIC_RELEASE);
 		os_slab_free(s);
 		s = next;
@@ -1146,6 +1172,8 @@ void cache_slab_drop_single(struct slab *s)
 	node_stat(n, USLAB_STAT_SLAB_FREE);
 	ulock_unlock(&n->lock);
 	s->state = SLAB_FREE;
+	if (s->cache->hot.free_key)
+		slab_clear_keys(s->cache, s);
 	__atomic_store_n(&s->cache, NULL, __ATOMIC_RELEASE);
 	os_slab_free(s);
 }

@@ -277,12 +277,12 @@ NO_SANITIZE_ADDRESS static inline void obj_unmark_if(const struct uslab_cache *c
 		obj_unmark(obj);
 }
 
-/* obj_mark_free() on @objs[0..n) of @c (NULL entries skipped), if @c has a key. */
+/* obj_mark_free() on @objs[0..n) of @c (holes skipped), if @c has a key. */
 static inline void objs_mark_free(struct uslab_cache *c, void *const *objs, size_t n)
 {
 	if (c->hot.free_key)
 		for (size_t i = 0; i < n; i++)
-			if (objs[i])
+			if (!uslab_priv_is_hole(objs[i]))
 				obj_mark_free(c, objs[i]);
 }
 

@@ -18,7 +18,8 @@
  *                object (SLUB). s->freelist is the first free object.
  *   OBJFREELIST  an array of object indices (a stack, 1 or 2 bytes per
  *   ONSLAB       index) at s->freelist: inside the first object freed
- *   OFFSLAB      since the stack was last empty (OBJFREELIST; that object
+ *   OFFSLAB      since the stack was last empty (OBJFREELIST, after its
+ *                first word in a cache that may have the key; that object
  *                is at the stack's bottom, so it is handed out last, when
  *                the array is no longer needed), at the slab's end
  *                (ONSLAB), or in a block of another cache (OFFSLAB). No
@@ -130,8 +131,9 @@ NO_SANITIZE_ADDRESS void slab_push_indices(struct uslab_cache *c, struct slab *s
 
 	USLAB_ASSERT(c->layout != USLAB_LAYOUT_FREEPTR && n + cnt <= s->bump);
 	if (!n && c->layout == USLAB_LAYOUT_OBJFREELIST) {
-		/* The first object freed holds the array, at its bottom. */
-		s->freelist = (char *)slab_first_object(c, s) + (size_t)df->idx[0] * c->size;
+		/* The first object freed holds the array, at its bottom (after its key's word). */
+		s->freelist = (char *)slab_first_object(c, s) + (size_t)df->idx[0] * c->size +
+			      c->meta_off;
 	}
 	if (c->idx_size == 1) {
 		uint8_t *arr = s->freelist;

@@ -31,19 +31,20 @@ struct detached_freelist {
  * as Linux's struct_group(): its members are the cache's own (c->size),
  * and the whole is c->geo. SLAB_GEOMETRY_MEMBERS is the one list of them.
  */
-#define SLAB_GEOMETRY_MEMBERS                                                       \
-	unsigned int size;	    /* stride between objects */                    \
-	unsigned int order;	    /* slabs are 2^order pages */                   \
-	unsigned int objects;	    /* per slab */                                  \
-	unsigned int fp_offset;	    /* FREEPTR: free pointer offset in an object */ \
-	unsigned int colour_off;    /* bytes between two colours */                 \
-	unsigned int meta_off;	    /* ONSLAB: the array's offset in a slab */      \
-	unsigned int meta_bytes;    /* uslab_cache_stats.meta_bytes */              \
-	unsigned int offslab_bytes; /* OFFSLAB: each slab's array block */          \
-	unsigned int leftover;	    /* bytes of a slab no object uses */            \
-	unsigned char layout;	    /* enum uslab_layout, never AUTO */             \
-	unsigned char idx_size;	    /* index layouts: bytes per index (1, 2) */     \
-	unsigned char colours;	    /* first-object offsets used in turn (>= 1) */  \
+#define SLAB_GEOMETRY_MEMBERS                                                                   \
+	unsigned int size;	 /* stride between objects */                                   \
+	unsigned int order;	 /* slabs are 2^order pages */                                  \
+	unsigned int objects;	 /* per slab */                                                 \
+	unsigned int fp_offset;	 /* FREEPTR: free pointer offset in an object */                \
+	unsigned int colour_off; /* bytes between two colours */                                \
+	unsigned int                                                                            \
+		meta_off; /* the array's offset: ONSLAB in a slab, OBJFREELIST in its holder */ \
+	unsigned int meta_bytes;    /* uslab_cache_stats.meta_bytes */                          \
+	unsigned int offslab_bytes; /* OFFSLAB: each slab's array block */                      \
+	unsigned int leftover;	    /* bytes of a slab no object uses */                        \
+	unsigned char layout;	    /* enum uslab_layout, never AUTO */                         \
+	unsigned char idx_size;	    /* index layouts: bytes per index (1, 2) */                 \
+	unsigned char colours;	    /* first-object offsets used in turn (>= 1) */              \
 	uint64_t recip;		    /* 2^64 / size, rounded up */
 
 struct slab_geometry {
@@ -77,7 +78,9 @@ static inline bool slab_at_object(const struct slab_geometry *g, const struct sl
  * its slot), slabs up to 2^@max_order pages, @layout (enum uslab_layout,
  * AUTO: chosen), @bound (a constructor or TYPESAFE_BY_RCU: no byte of a
  * free object may be written), @internal (uslab's own caches: never
- * OFFSLAB, USLAB_LAYOUT not applied).
+ * OFFSLAB, USLAB_LAYOUT not applied), @keep_first_word (the cache may
+ * carry the free key in a free object's first word: OBJFREELIST's array
+ * goes after it, in objects large enough).
  */
 struct slab_geometry_req {
 	unsigned int object_size;
@@ -88,6 +91,7 @@ struct slab_geometry_req {
 	unsigned int layout;
 	bool bound;
 	bool internal;
+	bool keep_first_word;
 };
 
 INTERNAL int slab_geometry_init(struct slab_geometry *g, const struct slab_geometry_req *r);

@@ -82,24 +82,35 @@ static unsigned int idx_size_for(unsigned int objects)
 }
 
 /*
- * geometry - lay out a cache of @osize-byte objects (@sz: rounded up to a
- * word, @align) with @layout; @bound: a constructor or TYPESAFE_BY_RCU
- * (no byte of a free object may be written). Return: 0, or -EINVAL when
- * @layout cannot serve the cache.
+ * Whether FREEPTR's free pointer goes after the object: no byte of a free
+ * object may be written (@r->bound), or the middle word of an object of
+ * less than two words is its first, the free key's.
  */
-static int geometry(unsigned int layout, unsigned int osize, size_t sz, size_t align, bool bound,
-		    unsigned int max_order, struct slab_geometry *g)
+static bool fp_after_object(const struct slab_geometry_req *r)
 {
+	return r->bound || (r->keep_first_word && r->object_size < 2 * sizeof(void *));
+}
+
+/*
+ * geometry - lay out the cache @r describes with @layout. Return: 0, or
+ * -EINVAL when @layout cannot serve the cache.
+ */
+static int geometry(unsigned int layout, const struct slab_geometry_req *r, struct slab_geometry *g)
+{
+	unsigned int osize = r->object_size;
+	size_t sz = r->slot, align = r->align;
+	bool bound = r->bound;
+	bool fp_after = fp_after_object(r);
 	size_t slab;
 	unsigned int arr;
 	int order;
 
 	memset(g, 0, sizeof(*g));
 	g->layout = (unsigned char)layout;
-	if (layout == USLAB_LAYOUT_FREEPTR && bound)
+	if (layout == USLAB_LAYOUT_FREEPTR && fp_after)
 		sz += sizeof(void *); /* the free pointer after the object */
 	g->size = (unsigned int)ALIGN_UP(sz, align);
-	order = calculate_order(g->size, max_order);
+	order = calculate_order(g->size, r->max_order);
 	if (order < 0)
 		return -EINVAL;
 	g->order = (unsigned int)order;
@@ -108,7 +119,7 @@ static int geometry(unsigned int layout, unsigned int osize, size_t sz, size_t a
 	g->leftover = (unsigned int)(slab - (size_t)g->objects * g->size);
 	g->meta_bytes = sizeof(struct slab);
 	if (layout == USLAB_LAYOUT_FREEPTR) {
-		if (bound)
+		if (fp_after)
 			g->meta_bytes += g->objects * (unsigned int)sizeof(void *);
 		return 0;
 	}
@@ -118,8 +129,14 @@ static int geometry(unsigned int layout, unsigned int osize, size_t sz, size_t a
 	arr = g->objects * g->idx_size;
 	switch (layout) {
 	case USLAB_LAYOUT_OBJFREELIST:
-		/* Seed rule 1: no constructor, and the array fits in one object. */
-		if (bound || arr > osize)
+		/*
+		 * Seed rule 1: no constructor, and the array fits in one object
+		 * (after its first word in a cache that may have the free key,
+		 * which a free object keeps there: a second free of the holder
+		 * is caught at its call too).
+		 */
+		g->meta_off = r->keep_first_word ? (unsigned int)sizeof(uintptr_t) : 0;
+		if (bound || arr + g->meta_off > osize)
 			return -EINVAL;
 		return 0;
 	case USLAB_LAYOUT_ONSLAB:
@@ -183,28 +200,25 @@ static double bytes_per_object(const struct slab_geometry *g)
  *   5. else the least slab memory per object of ONSLAB with room
  *      reserved, OFFSLAB and FREEPTR (8 bytes after every object).
  */
-static void choose_layout(unsigned int osize, size_t sz, size_t align, bool bound, bool internal,
-			  unsigned int max_order, struct slab_geometry *g)
+static void choose_layout(const struct slab_geometry_req *r, struct slab_geometry *g)
 {
 	static const unsigned int last[] = { USLAB_LAYOUT_ONSLAB, USLAB_LAYOUT_OFFSLAB,
 					     USLAB_LAYOUT_FREEPTR };
 	struct slab_geometry t;
 
 	/* (Not for uslab's own caches: the OFFSLAB arrays come from some of them.) */
-	if (!internal && !geometry(USLAB_LAYOUT_OFFSLAB, osize, sz, align, bound, max_order, g) &&
+	if (!r->internal && !geometry(USLAB_LAYOUT_OFFSLAB, r, g) &&
 	    (size_t)g->meta_bytes * OFFSLAB_AUTO_FRACTION <= PAGE_SIZE << g->order)
 		return;
-	if (!geometry(USLAB_LAYOUT_OBJFREELIST, osize, sz, align, bound, max_order, g))
+	if (!geometry(USLAB_LAYOUT_OBJFREELIST, r, g))
 		return;
-	if (!geometry(USLAB_LAYOUT_ONSLAB, osize, sz, align, bound, max_order, g) &&
-	    !onslab_reserved(g))
+	if (!geometry(USLAB_LAYOUT_ONSLAB, r, g) && !onslab_reserved(g))
 		return;
-	geometry(USLAB_LAYOUT_FREEPTR, osize, sz, align, bound, max_order, g);
-	if (!bound)
+	geometry(USLAB_LAYOUT_FREEPTR, r, g);
+	if (!fp_after_object(r))
 		return;
 	for (unsigned int i = 0; i < ARRAY_SIZE(last); i++) {
-		if (!geometry(last[i], osize, sz, align, bound, max_order, &t) &&
-		    bytes_per_object(&t) < bytes_per_object(g))
+		if (!geometry(last[i], r, &t) && bytes_per_object(&t) < bytes_per_object(g))
 			*g = t;
 	}
 }
@@ -221,20 +235,19 @@ int slab_geometry_init(struct slab_geometry *g, const struct slab_geometry_req *
 {
 	unsigned int layout = r->layout;
 	unsigned int osize = r->object_size;
-	size_t sz = r->slot, a = r->align;
+	size_t sz = r->slot;
 
 	if (layout == USLAB_LAYOUT_AUTO && usl_opt.layout && !r->internal &&
-	    !geometry(usl_opt.layout, osize, sz, a, r->bound, r->max_order, g))
+	    !geometry(usl_opt.layout, r, g))
 		layout = usl_opt.layout;
 	if (layout == USLAB_LAYOUT_AUTO)
-		choose_layout(osize, sz, a, r->bound, r->internal, r->max_order, g);
-	else if (layout >= USLAB_LAYOUT_NR ||
-		 geometry(layout, osize, sz, a, r->bound, r->max_order, g))
+		choose_layout(r, g);
+	else if (layout >= USLAB_LAYOUT_NR || geometry(layout, r, g))
 		return -EINVAL;
 
 	/* FREEPTR: in the middle of the object, or after it (never written). */
-	g->fp_offset = r->bound ? (unsigned int)sz - r->obj_off :
-				  (unsigned int)ALIGN_DOWN(osize / 2, sizeof(void *));
+	g->fp_offset = fp_after_object(r) ? (unsigned int)sz - r->obj_off :
+					    (unsigned int)ALIGN_DOWN(osize / 2, sizeof(void *));
 	/*
 	 * Colours: offsets of the first object, in steps of a cache line or of
 	 * the objects' natural alignment (kmalloc's aligned requests rely on

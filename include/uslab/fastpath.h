@@ -181,9 +181,10 @@ uslab_cache_alloc_bulk_inline(struct uslab_cache *c, size_t n, void **objs)
 }
 
 /*
- * Push n objects (skipping NULLs, clearing the array) when main has room;
- * from USLAB_PRIV_BULK_VECTOR objects a vector at a time: all of them, NULL
- * tested on the way, then the NULLs squeezed out if there were any. A NULL
+ * Push n objects (skipping holes: NULL and USLAB_ZERO_SIZE_PTR; clearing
+ * the array) when main has room; from USLAB_PRIV_BULK_VECTOR objects a
+ * vector at a time: all of them, holes tested on the way, then squeezed
+ * out if there were any. A NULL
  * array goes to the library (which does nothing).
  */
 static inline __attribute__((__always_inline__)) void
@@ -207,7 +208,7 @@ uslab_cache_free_bulk_inline(struct uslab_cache *c, size_t n, void **objs)
 			void *o = objs[i];
 
 			objs[i] = (void *)0;
-			if (o)
+			if (!uslab_priv_is_hole(o))
 				*top++ = o;
 		}
 		p->top = top;

@@ -168,9 +168,16 @@ uslab_priv_copy_ptrs(void **dst, void *const *src, size_t n)
 }
 
 /*
+ * A hole in a free array: NULL or USLAB_ZERO_SIZE_PTR (16, what a 0-byte
+ * kmalloc returns), which the bulk frees skip (<uslab.h>).
+ */
+#define USLAB_PRIV_HOLE_MAX 16u
+#define uslab_priv_is_hole(o) ((uintptr_t)(o) <= USLAB_PRIV_HOLE_MAX)
+
+/*
  * Copy @src[0..n) to @dst (not overlapping) and clear @src. Return nonzero
- * if an entry may be NULL: each pointer less one has its sign ORed in (a
- * NULL sets it, and so does a pointer at or above 2^63, which is no object:
+ * if an entry may be a hole: each pointer less 17 has its sign ORed in (a
+ * hole sets it, and so does a pointer at or above 2^63, which is no object:
  * the caller's exact pass then costs time only).
  */
 static inline __attribute__((__always_inline__)) uintptr_t
@@ -189,14 +196,14 @@ uslab_priv_move_ptrs(void **dst, void **src, size_t n)
 
 			*(uslab_priv_ptrv *)(void *)(dst + i) = v;
 			*(uslab_priv_ptrv *)(void *)(src + i) = zero;
-			acc |= v - 1;
+			acc |= v - (USLAB_PRIV_HOLE_MAX + 1);
 		}
 		for (int k = 0; k < USLAB_PRIV_PTRV; k++)
 			z |= acc[k];
 	}
 #endif
 	for (; i < n; i++) {
-		z |= (uintptr_t)src[i] - 1;
+		z |= (uintptr_t)src[i] - (USLAB_PRIV_HOLE_MAX + 1);
 		dst[i] = src[i];
 		src[i] = (void *)0;
 	}
@@ -204,7 +211,7 @@ uslab_priv_move_ptrs(void **dst, void **src, size_t n)
 }
 
 /*
- * Squeeze the NULLs out of @p[0..n). Return: the entries left. Out of line
+ * Squeeze the holes out of @p[0..n). Return: the entries left. Out of line
  * (a copy per program that uses it): the inline free calls it only when
  * its array had a hole, and a loop inline made callers' own inline
  * wrappers too big for gcc to inline.
@@ -215,7 +222,7 @@ static __attribute__((__noinline__, __cold__, __unused__)) size_t uslab_priv_squ
 	size_t m = 0;
 
 	for (size_t i = 0; i < n; i++)
-		if (p[i])
+		if (!uslab_priv_is_hole(p[i]))
 			p[m++] = p[i];
 	return m;
 }

@@ -142,6 +142,49 @@ static void test_holes(void)
 	uslab_cache_destroy(c);
 }
 
+/*
+ * USLAB_ZERO_SIZE_PTR entries are holes too (<uslab.h>): skipped at every
+ * size (the inline scalar loop, the vector move, the library's slow path
+ * when main is full) and in a USLAB_FREE_KEY cache, never handed out.
+ */
+static void test_zero_size_holes(void)
+{
+	static const size_t sizes[] = { 2, 7, 9, 64, 126, 600, 5000 };
+
+	for (int keyed = 0; keyed < 2; keyed++) {
+		struct uslab_cache *c =
+			uslab_cache_create("zsp", 64, NULL, keyed ? USLAB_FREE_KEY : 0);
+
+		for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+			size_t n = sizes[k];
+			void **p = calloc(n, sizeof(void *));
+			struct uslab_cache_stats st;
+
+			CHECK(uslab_cache_alloc_bulk(c, n, p) == n, "alloc %zu", n);
+			for (size_t i = 0; i < n; i += 2) {
+				uslab_cache_free(c, p[i]);
+				p[i] = i % 4 ? NULL : USLAB_ZERO_SIZE_PTR;
+			}
+			uslab_cache_free_bulk(c, n, p);
+			for (size_t i = 0; i < n; i++)
+				CHECK(p[i] == NULL, "entry %zu of %zu cleared", i, n);
+			/* Everything handed out again is an object of c. */
+			CHECK(uslab_cache_alloc_bulk(c, n, p) == n, "alloc again %zu", n);
+			for (size_t i = 0; i < n; i++)
+				CHECK(!USLAB_ZERO_OR_NULL_PTR(p[i]) && uslab_cache_of(p[i]) == c,
+				      "entry %zu of %zu (%p) is an object (keyed %d)", i, n, p[i],
+				      keyed);
+			uslab_cache_free_bulk(c, n, p);
+			uslab_thread_flush();
+			uslab_cache_shrink(c);
+			uslab_cache_stats(c, &st);
+			CHECK(st.active_objs == 0, "n %zu keyed %d: every object back", n, keyed);
+			free(p);
+		}
+		uslab_cache_destroy(c);
+	}
+}
+
 /* kfree_bulk: one array, several caches, no cache named. */
 static void test_mixed_caches(void)
 {
@@ -325,6 +368,7 @@ int main(void)
 	RUN(test_sizes);
 	RUN(test_mixed_with_single);
 	RUN(test_holes);
+	RUN(test_zero_size_holes);
 	RUN(test_mixed_caches);
 	RUN(test_cross_thread);
 	RUN(test_out_of_memory);

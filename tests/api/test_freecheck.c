@@ -265,6 +265,50 @@ static void kfree_bulk_twice(void *arg)
 	later();
 }
 
+/*
+ * A keyed cache's object freed twice after its first free reached its
+ * slab, where the slab's own bookkeeping sits in free objects: @arg 0, an
+ * OBJFREELIST cache of 256-byte objects whose first free object holds the
+ * slab's index array (its first word keeps the key: the array goes after
+ * it); 1, a FREEPTR cache of 8-byte objects (the free pointer goes after
+ * the object, not over the key).
+ */
+static void slab_bookkeeping(void *arg)
+{
+	enum { N = 2000 };
+	bool tiny = arg != NULL;
+	struct uslab_cache_args a = { .layout = tiny ? USLAB_LAYOUT_FREEPTR :
+						       USLAB_LAYOUT_OBJFREELIST };
+	struct uslab_cache *c =
+		uslab_cache_create("bookkeeping", tiny ? 8 : 256, &a, USLAB_FREE_KEY);
+	static void *objs[N];
+	struct uslab_cache_stats st;
+	void *p = NULL;
+
+	if (!c) /* the debug tier: no layout that writes free objects (EINVAL) */
+		c = uslab_cache_create("bookkeeping", tiny ? 8 : 256, NULL, USLAB_FREE_KEY);
+	CHECK(c, "create (errno %d)", errno);
+	for (int i = 0; i < N; i++)
+		objs[i] = uslab_cache_alloc(c);
+	uslab_cache_shrink(c); /* the sheaves' spare objects back to their slabs */
+	uslab_cache_stats(c, &st);
+	/* An object of a slab all of whose objects the program holds. */
+	for (int i = 0; i < N && !p; i++) {
+		unsigned int same = 0;
+
+		for (int j = 0; j < N; j++)
+			same += uslab_slab_of(objs[j]) == uslab_slab_of(objs[i]);
+		if (same == st.objperslab)
+			p = objs[i];
+	}
+	CHECK(p, "a full slab");
+	uslab_cache_free(c, p);
+	uslab_cache_shrink(c); /* p to its slab: the array's holder, or a free pointer set */
+	cache = c;
+	uslab_cache_free(c, p);
+	later();
+}
+
 enum where { AT_CALL, LATER, MISSED };
 static const char *const where_name[] = { "at the call", "later", "missed" };
 
@@ -333,6 +377,10 @@ static const struct kind kinds[] = {
 	  KMALLOC },
 	{ "kfree_bulk with an object twice", kfree_bulk_twice, NULL, AT_CALL, AT_CALL, LATER, LATER,
 	  KMALLOC },
+	{ "double free of OBJFREELIST's array holder", slab_bookkeeping, NULL, AT_CALL, AT_CALL,
+	  AT_CALL, AT_CALL, OWN },
+	{ "double free of an 8-byte object back in its slab", slab_bookkeeping, (void *)1, AT_CALL,
+	  AT_CALL, AT_CALL, AT_CALL, OWN },
 	/* Switched off: the naive check of a library push at best, else the slab. */
 	{ "double free, USLAB_NO_FREE_KEY cache", nokey_immediate, NULL, LATER, LATER, LATER, LATER,
 	  OWN },

@@ -85,34 +85,6 @@
 /*
  * Steps that meet a library bug reported but not fixed yet, switched off
  * until it is (define to 1 to run them):
- * API_FUZZ_ZSP_IN_CACHE_BULK - USLAB_ZERO_SIZE_PTR entries in
- *   uslab_cache_free_bulk(c, ...) with a cache (<uslab.h>: "skipped"): the
- *   inline path and the library's push into main take (void *)16 for an
- *   object and hand it out later; a USLAB_FREE_KEY cache's slow path writes
- *   the key to address 16 (SIGSEGV). kfree_bulk (NULL cache) skips them.
- */
-#ifndef API_FUZZ_ZSP_IN_CACHE_BULK
-#define API_FUZZ_ZSP_IN_CACHE_BULK 0
-#endif
-/*
- * API_FUZZ_STALE_KEY_ANY - the free key's word checked in every object
- *   handed out, not only where uslab clears it now (keyed caches, large
- *   objects, keyed kmalloc classes): a cache without the key hands out
- *   objects of a new slab whose pages a keyed cache gave back with the key
- *   in their first word; krealloc copies it into a keyed kmalloc object,
- *   whose free is then reported as a double free (issue 35 item 1).
- * API_FUZZ_KEYED_OBJFREELIST_MISUSE - the double-free misuse step in a
- *   USLAB_FREE_KEY cache with the OBJFREELIST layout: a freed object that
- *   becomes its slab's array holder has the array written over the key's
- *   word, so a second free of it is not caught at the call.
- */
-#ifndef API_FUZZ_STALE_KEY_ANY
-#define API_FUZZ_STALE_KEY_ANY 0
-#endif
-#ifndef API_FUZZ_KEYED_OBJFREELIST_MISUSE
-#define API_FUZZ_KEYED_OBJFREELIST_MISUSE 0
-#endif
-/*
  * API_FUZZ_COLD_MONITOR_FORK - fork before uslab's RCU monitor ever ran
  *   (else it is run once at start): gp_fork_child() re-initialises with
  *   pthread_mutex_init the mutexes fork_prepare took, still held by the
@@ -241,8 +213,9 @@ struct fcache {
 	struct uslab_cache_args args;
 	unsigned int layout; /* in effect (uslab_cache_stats) */
 	unsigned int objperslab;
-	unsigned int align; /* in effect */
-	bool keyed;	    /* the free key writes its objects' first word */
+	unsigned int align;	 /* in effect */
+	bool keyed;		 /* the free key writes its objects' first word */
+	unsigned int holder_off; /* OBJFREELIST: the array's offset in its holder */
 	bool ctor, typesafe, pool, external, debug;
 	bool track;	    /* free objects are checked when handed out again */
 	bool lost;	    /* some of its freed objects were not recorded */
@@ -502,21 +475,18 @@ static uint64_t new_tag(void)
 }
 
 /*
- * Before an object is used: no free key in its first word, where uslab
- * clears it (@checked; every object with API_FUZZ_STALE_KEY_ANY).
+ * Before an object is used: no free key in its first word, whatever handed
+ * it out (doc/design.md, "Free checks": the hand-out invariant).
  */
-static bool has_key(const void *p, size_t size, bool checked)
+static bool has_key(const void *p, size_t size)
 {
 	uintptr_t w;
 
-	if (!free_key || size < sizeof(w) || !(checked || API_FUZZ_STALE_KEY_ANY))
+	if (!free_key || size < sizeof(w))
 		return false;
 	memcpy(&w, p, sizeof(w));
 	return w == free_key;
 }
-
-/* Whether @o's first word was checked for the key when it was handed out. */
-static bool key_checked(const struct obj *o);
 
 /* ------------------------------------------------------ the live table */
 
@@ -732,11 +702,17 @@ static void check_reused(struct fcache *c, unsigned char *p, bool zeroed)
 		return;
 	}
 	if (c->layout == USLAB_LAYOUT_OBJFREELIST) {
-		/* The array's holder: its first objperslab indices, 1 or 2 bytes each. */
+		/*
+		 * The array's holder: objperslab indices, 1 or 2 bytes each, from
+		 * its first byte, or its second word in a cache that may have the
+		 * key (which stays in the first).
+		 */
 		size_t arr = (size_t)c->objperslab * (c->objperslab > 256 ? 2 : 1);
+		size_t end = c->holder_off + arr;
 
-		if (stamp_bad(p, f.size, f.tag, arr > from ? arr : from, SIZE_MAX, f.hole) ==
-		    SIZE_MAX) {
+		if (stamp_bad(p, f.size, f.tag, from, c->holder_off, f.hole) == SIZE_MAX &&
+		    stamp_bad(p, f.size, f.tag, end > from ? end : from, SIZE_MAX, f.hole) ==
+			    SIZE_MAX) {
 			M.tolerated++;
 			return;
 		}
@@ -787,8 +763,8 @@ static struct obj *adopt_cache(int ci, void *p, bool nofirst, bool zeroed)
 	ENSURE(p, "%s: allocation failed (errno %d)", c->name, errno);
 	ENSURE(((uintptr_t)p & ((c->args.align ? c->args.align : 8) - 1)) == 0,
 	       "%s: %p not aligned to %zu", c->name, p, c->args.align ? c->args.align : 8);
-	ENSURE(!has_key(p, c->size, c->keyed),
-	       "%s: object %p handed out with the free key in its first word", c->name, p);
+	ENSURE(!has_key(p, c->size), "%s: object %p handed out with the free key in its first word",
+	       c->name, p);
 	if (c->external)
 		check_external(c, p, zeroed);
 	else
@@ -805,7 +781,7 @@ static struct obj *adopt_mem(enum kind kind, void *p, size_t size, bool nofirst)
 	struct obj o = { .p = p, .size = size, .tag = new_tag(), .kind = (uint8_t)kind, .ci = -1 };
 	struct freed f;
 
-	ENSURE(!has_key(p, size, kind == K_MALLOC || env_all_keyed || dropin || !uslab_cache_of(p)),
+	ENSURE(!has_key(p, size),
 	       "%s object %p (%zu bytes) handed out with the free key in its first word",
 	       kind_name[kind], p, size);
 	freed_take(p, &f); /* (a cache's record: its slab went back and came to kmalloc) */
@@ -877,15 +853,6 @@ static bool is_malloc(const struct obj *o, int arg)
 {
 	(void)arg;
 	return o->kind == K_MALLOC;
-}
-
-static bool key_checked(const struct obj *o)
-{
-	if (API_FUZZ_STALE_KEY_ANY || !free_key)
-		return true;
-	if (o->kind == K_CACHE)
-		return M.caches[o->ci].keyed || M.caches[o->ci].external;
-	return o->kind == K_MALLOC || env_all_keyed || dropin || o->large;
 }
 
 static int mag_of_cache(int ci)
@@ -1084,8 +1051,13 @@ static void op_create(struct src *s)
 	c->debug = (flags & (USLAB_CONSISTENCY_CHECKS | USLAB_RED_ZONE | USLAB_POISON |
 			     USLAB_STORE_USER)) ||
 		   env_debug;
-	c->keyed = !c->ctor && !c->typesafe && !c->pool && !c->debug && a.sheaf_capacity != 1 &&
-		   ((flags & USLAB_FREE_KEY) || (env_all_keyed && !(flags & USLAB_NO_FREE_KEY)));
+	/* OBJFREELIST's array after the first word where the key may go, sheaves or not */
+	c->holder_off = !c->ctor && !c->typesafe && !c->pool && !c->debug &&
+					((flags & USLAB_FREE_KEY) ||
+					 (env_all_keyed && !(flags & USLAB_NO_FREE_KEY))) ?
+				8 :
+				0;
+	c->keyed = c->holder_off && a.sheaf_capacity != 1;
 	c->lost = c->shared = false;
 	{
 		struct uslab_cache_stats st = stats_of(c);
@@ -1265,9 +1237,7 @@ static void op_free_bulk(struct src *s)
 		int i = pick_live(s, of_cache, ci);
 
 		if (way < 2 && chance(s, 10)) {
-			arr[n++] = chance(s, 50) || !API_FUZZ_ZSP_IN_CACHE_BULK ?
-					   NULL :
-					   USLAB_ZERO_SIZE_PTR;
+			arr[n++] = chance(s, 50) ? NULL : USLAB_ZERO_SIZE_PTR;
 			continue;
 		}
 		if (i < 0)
@@ -1529,11 +1499,7 @@ static void op_krealloc(struct src *s)
 		return;
 	}
 	note_free(&o, 0, false);
-	/* (a first word never written is copied: checked where the old one was) */
-	ENSURE(!has_key(q, usable,
-			(!o.nofirst || key_checked(&o)) &&
-				(env_all_keyed || dropin || !uslab_cache_of(q))),
-	       "krealloc: %p handed out with the free key", q);
+	ENSURE(!has_key(q, usable), "krealloc: %p handed out with the free key", q);
 	{
 		struct freed f;
 		struct obj n = {
@@ -2046,7 +2012,7 @@ static unsigned int peer_exec(const struct peer_cmd *cmd, struct obj *got)
 		o->size = o->kind == K_CACHE   ? cmd->size :
 			  o->kind == K_KMALLOC ? uslab_ksize(o->p) :
 						 malloc_usable_size(o->p);
-		if (has_key(o->p, o->size, cmd->keyed || o->large || o->kind == K_MALLOC))
+		if (has_key(o->p, o->size))
 			peer_fail("%p (%zu bytes, way %d) handed out with the free key",
 				  (void *)o->p, o->size, cmd->way);
 		o->tag = cmd->tag0 ^ (0x9E3779B97F4A7C15ull * (i + 1));
@@ -2403,8 +2369,6 @@ static void op_malloc(struct src *s)
 			note_free(&o, 0, false);
 		usable = malloc_usable_size(q);
 		ENSURE(usable >= size, "realloc to %zu: usable %zu", size, usable);
-		if (q != o.p && o.nofirst && !key_checked(&o))
-			o.nofirst = 0; /* (its copied first word: no check, then stamped) */
 		adopt_mem(K_MALLOC, q, usable, o.nofirst);
 		return;
 	}
@@ -2796,14 +2760,10 @@ static void op_misuse(struct src *s)
 	case 0: {
 		int ci = pick_cache(s);
 
-		if (ci >= 0 && M.caches[ci].keyed &&
-		    (API_FUZZ_KEYED_OBJFREELIST_MISUSE ||
-		     M.caches[ci].layout != USLAB_LAYOUT_OBJFREELIST)) {
+		if (ci >= 0 && M.caches[ci].keyed) {
 			m.c = M.caches[ci].c;
 		} else {
-			struct uslab_cache_args a = { .layout = API_FUZZ_KEYED_OBJFREELIST_MISUSE ?
-									pick(s, USLAB_LAYOUT_NR) :
-									1 + 2 * pick(s, 2) };
+			struct uslab_cache_args a = { .layout = pick(s, USLAB_LAYOUT_NR) };
 
 			size_t size = pick_size(s, 8, 4096);
 
