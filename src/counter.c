@@ -411,5 +411,5 @@ void counter_fork_parent(void)
 
 void counter_fork_child(void)
 {
-	pthread_mutex_init(&reg_lock, NULL);
+	pthread_mutex_unlock(&reg_lock); /* the forking thread's, from counter_fork_prepare() */
 }

@@ -428,8 +428,14 @@ void gp_fork_parent_early(void)
  */
 void gp_fork_child(void)
 {
-	pthread_mutex_init(&G.round_lock, NULL);
-	pthread_mutex_init(&G.lock, NULL);
+	/*
+	 * The forking thread took both in gp_fork_prepare*(): it releases
+	 * them (lockdep forgot them already). Re-initialised instead, a held
+	 * mutex is undefined behaviour; ThreadSanitizer reported the child's
+	 * monitor taking G.lock as a double lock. No thread waits on done.
+	 */
+	pthread_mutex_unlock(&G.lock);
+	pthread_mutex_unlock(&G.round_lock);
 	pthread_cond_init(&G.done, NULL);
 	G.started = false;
 	G.retry_ms = 0;

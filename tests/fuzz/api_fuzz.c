@@ -85,17 +85,6 @@
 /*
  * Steps that meet a library bug reported but not fixed yet, switched off
  * until it is (define to 1 to run them):
- * API_FUZZ_COLD_MONITOR_FORK - fork before uslab's RCU monitor ever ran
- *   (else it is run once at start): gp_fork_child() re-initialises with
- *   pthread_mutex_init the mutexes fork_prepare took, still held by the
- *   forking thread; ThreadSanitizer, which first saw G.lock at that
- *   prepare, then reports the child's monitor's lock as a double lock and
- *   races under it (exit status 66).
- */
-#ifndef API_FUZZ_COLD_MONITOR_FORK
-#define API_FUZZ_COLD_MONITOR_FORK 0
-#endif
-/*
  * API_FUZZ_BUSY_WITH_RCU_PENDING - uslab_cache_destroy() of a cache with
  *   objects held (-EBUSY) while some of its objects wait for their grace
  *   period: destroy's drain of every thread's sheaves takes the RCU
@@ -2943,10 +2932,6 @@ static void init_once(void)
 	}
 	free_key = m->uslab_priv_free_key;
 	uslab_magazine_destroy(m);
-	if (!API_FUZZ_COLD_MONITOR_FORK) {
-		uslab_free_rcu(uslab_cache_alloc(c));
-		uslab_rcu_barrier();
-	}
 	uslab_cache_destroy(c);
 	if (pthread_key_create(&tjob_key, tjob_destructor)) {
 		fprintf(stderr, "api_fuzz: pthread_key_create\n");
