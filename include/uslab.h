@@ -249,16 +249,20 @@ USLAB_API struct uslab_cache *uslab_cache_create(const char *name, size_t size,
  * @c: the cache, or NULL (nothing is done, 0 is returned).
  *
  * Objects that other threads keep in their sheaves and the barn's sheaves
- * are reclaimed first; they do not count as live. If objects are still
+ * are reclaimed first; they do not count as live. In a process that has
+ * deferred a free (uslab_free_rcu(), a USLAB_TYPESAFE_BY_RCU slab), it
+ * first waits for every deferred free (uslab_rcu_barrier(), as Linux's
+ * kmem_cache_destroy() waits for kfree_rcu()): objects of @c passed to
+ * uslab_free_rcu() before the call are freed, not live. If objects are still
  * held by the program, the cache is left intact and usable (with its
  * cached objects returned to its slabs), a one-line complaint is written
  * to stderr as kmem_cache_destroy() does, and -EBUSY is returned.
  *
  * Context: owner - no thread may allocate from or free to @c during the
  * call, and the program's last use of @c on every thread must happen
- * before the call (for example through a join, a lock or a queue). For a
- * USLAB_TYPESAFE_BY_RCU cache it waits for a grace period
- * (uslab_rcu_barrier()): not inside a read-side critical section.
+ * before the call (for example through a join, a lock or a queue). When it
+ * waits for a grace period (above, and always for a USLAB_TYPESAFE_BY_RCU
+ * cache): not inside a read-side critical section.
  * Return: 0 - destroyed, every slab given back to the OS;
  *         -EBUSY - objects are live, nothing destroyed;
  *         -EPERM - @c belongs to uslab (a kmalloc size class), nothing

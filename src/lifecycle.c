@@ -140,6 +140,15 @@ int uslab_cache_destroy(struct uslab_cache *c)
 		usl_warn("cache %s belongs to uslab, not destroyed", c->name);
 		return -EPERM;
 	}
+	/*
+	 * Objects of it may wait for their grace period (uslab_free_rcu):
+	 * freed first, as Linux's kmem_cache_destroy() waits for kfree_rcu()
+	 * (kvfree_rcu_barrier()), so that they are not counted as held and
+	 * the monitor does not free into the sheaves this drains. Only in a
+	 * process that has deferred a free.
+	 */
+	if (gp_used())
+		uslab_rcu_barrier();
 	ulock_lock(&caches_lock);
 	if (c->sheaf_capacity) {
 		thread_drain_cache(c);

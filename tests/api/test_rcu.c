@@ -496,6 +496,28 @@ static void fork_cold(void)
 	CHECK(uslab_cache_destroy(cache) == 0, "destroy in the parent");
 }
 
+/*
+ * Destroy right after the last objects went to uslab_free_rcu(), no
+ * barrier: destroy waits for them (<uslab.h>), as kmem_cache_destroy()
+ * waits for kfree_rcu(); with one object held, -EBUSY, the cache intact.
+ */
+static void destroy_pending(void)
+{
+	struct obj *held;
+
+	cache = uslab_cache_create("rcu_destroy", sizeof(struct obj), NULL, 0);
+	CHECK(cache, "create");
+	held = new_obj(7);
+	for (int i = 0; i < 5000; i++)
+		uslab_free_rcu(new_obj((uint64_t)i));
+	CHECK(uslab_cache_destroy(cache) == -EBUSY, "destroy with one object held: -EBUSY");
+	CHECK(held->id == 7 && held->id2 == ~(uint64_t)7, "the held object intact");
+	for (int i = 0; i < 5000; i++)
+		uslab_free_rcu(new_obj((uint64_t)i));
+	uslab_free_rcu(held);
+	CHECK(uslab_cache_destroy(cache) == 0, "destroy with every object deferred: 0");
+}
+
 static void bad_input(void)
 {
 	static const struct rcu_flavor_struct other; /* never called: refused */
@@ -522,6 +544,7 @@ int main(int argc, char **argv)
 	RUN(steal_race);
 	RUN(typesafe);
 	RUN(fork_child);
+	RUN(destroy_pending);
 	RUN(bad_input);
 	return 0;
 }

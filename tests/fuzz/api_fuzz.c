@@ -82,21 +82,6 @@
 #define LOG_LEN 4096  /* steps kept for the report of a failed check */
 #define CTOR_MAGIC 0xc7043c7043c70431ull
 
-/*
- * Steps that meet a library bug reported but not fixed yet, switched off
- * until it is (define to 1 to run them):
- * API_FUZZ_BUSY_WITH_RCU_PENDING - uslab_cache_destroy() of a cache with
- *   objects held (-EBUSY) while some of its objects wait for their grace
- *   period: destroy's drain of every thread's sheaves takes the RCU
- *   monitor's while the monitor frees a batch into it (ThreadSanitizer: a
- *   race in pcs_check/pcs_detach_main against uslab_cache_free_bulk).
- *   api.md does not say that a program must call uslab_rcu_barrier()
- *   first, as the kernel's kmem_cache_destroy() contract did.
- */
-#ifndef API_FUZZ_BUSY_WITH_RCU_PENDING
-#define API_FUZZ_BUSY_WITH_RCU_PENDING 0
-#endif
-
 /* ------------------------------------------------------------ the input */
 
 /*
@@ -2609,12 +2594,15 @@ static void op_busy(struct src *s)
 	c = &M.caches[ci];
 	if (c->external || c->debug || !c->live)
 		return;
-	peer_sync();
-	if (c->rcu_pending && !API_FUZZ_BUSY_WITH_RCU_PENDING)
-		rcu_barrier_all();
+	peer_sync(); /* (its deferred frees are made before destroy's barrier) */
 	r = uslab_cache_destroy(c->c);
 	note("destroy %s with %lu live -> %d", c->name, c->live, r);
 	ENSURE(r == -EBUSY, "destroy %s with %lu live: %d", c->name, c->live, r);
+	if (M.rcu_any) { /* destroy waited for every deferred free (<uslab.h>) */
+		for (int i = 0; i < NCACHES; i++)
+			M.caches[i].rcu_pending = 0;
+		M.rcu_any = false;
+	}
 	c->epoch++;
 	for (unsigned int i = 0; i < M.nlive; i++)
 		if (M.live[i].kind == K_CACHE && M.live[i].ci == ci)
