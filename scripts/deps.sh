@@ -2,7 +2,8 @@
 # scripts/deps.sh [test|bench] - install the Debian packages uslab needs,
 # only those missing; quiet when everything is present. Idempotent.
 #
-#   test:  the compiler, CMake, pkg-config, clang-format, liburcu,
+#   test:  the compiler, CMake, pkg-config, clang-format, clang (the public
+#          headers are compiled by it too, as C and C++), liburcu,
 #          python3 and sqlite3 (tests/preload runs them on libuslab-malloc.so),
 #          valgrind (its client-request headers, and the memcheck test),
 #          and DPDK (libdpdk-dev: the mempool driver dpdk/ builds against;
@@ -14,7 +15,7 @@
 set -eu
 what=${1:-test}
 
-pkgs="gcc g++ make cmake pkg-config clang-format liburcu-dev python3 sqlite3 valgrind"
+pkgs="gcc g++ make cmake pkg-config clang-format clang liburcu-dev python3 sqlite3 valgrind"
 pkgs="$pkgs libdpdk-dev dpdk-dev"
 if [ "$what" = bench ]; then
 	pkgs="$pkgs libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev"

@@ -54,7 +54,10 @@ extern "C" {
 /**
  * struct uslab_magazine - a caller-owned stack of free objects of one cache.
  * @count:    objects the magazine holds.
- * @capacity: objects it can hold.
+ * @capacity: objects it can hold; 0 in a magazine of a debug cache, which
+ *            caches nothing (every free goes to the cache, checked) but
+ *            keeps the reserve uslab_magazine_fill() and _prefill() put in:
+ *            there @count may exceed @capacity.
  * @cache:    the cache the objects belong to.
  * @refill:   objects one refill asks the cache for.
  * @refills:  bulk allocations the magazine made from its cache.
@@ -82,7 +85,15 @@ struct uslab_magazine {
 	unsigned long flushes;
 	uintptr_t uslab_priv_free_key; /* the cache's free key (<uslab/priv.h>) */
 	unsigned long reserved[2];
+#if defined(__cplusplus) && defined(__clang__)
+	/* C++ has no flexible array member: clang's extension, not a -pedantic error. */
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wc99-extensions"
+#endif
 	__extension__ void *objs[];
+#if defined(__cplusplus) && defined(__clang__)
+#pragma clang diagnostic pop
+#endif
 };
 
 /**
