@@ -244,6 +244,32 @@ static inline void trade_locked(struct barn *b, struct sheaf **out)
 		judge_locked(b, barn_now_ns(), out);
 }
 
+static void release(struct barn *b, struct sheaf *out);
+
+/*
+ * barn_note_bulk - a bulk call of @n objects on @c did not fit the
+ * caller's sheaf (a consumer whose burst is larger than a sheaf, as DPDK
+ * sizes its mempool cache by the burst): counted as a trade, so that such
+ * calls at the grow rate raise the capacity, one class per judgement,
+ * while it is below @n. No lock taken when @n is above what the capacity
+ * may grow to. Return: whether the capacity handed out now holds @n.
+ */
+bool barn_note_bulk(struct uslab_cache *c, size_t n)
+{
+	struct barn *b = &c->barn;
+	struct sheaf *out = NULL;
+
+	if (!adaptive(b) || n > b->cap_max)
+		return false;
+	if (READ_ONCE(b->capacity) < n) {
+		barn_lock(b);
+		trade_locked(b, &out);
+		barn_unlock(b);
+		release(b, out);
+	}
+	return READ_ONCE(b->capacity) >= n;
+}
+
 /*
  * Flush and free the sheaves a resize took out of the barn. No barn lock
  * held. The decay monitor calls it under caches_lock (cache_for_each), so

@@ -260,6 +260,7 @@ size_t uslab_priv_alloc_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 		goto direct; /* (a debug cache: checked on the way out of its slabs) */
 
 	thread_lock_self();
+	pcs_fit_bulk(c, p, n);	  /* a request larger than a sheaf: grow them */
 	pcs_swap_for(p, n, true); /* the spare may hold the whole request */
 	k = take_main(p, n, objs);
 	/*
@@ -322,6 +323,7 @@ static void free_to_cache(struct uslab_cache *c, size_t n, void **objs)
 		return;
 	}
 	thread_lock_self();
+	pcs_fit_bulk(c, p, n);	   /* a request larger than a sheaf: grow them */
 	pcs_swap_for(p, n, false); /* the spare may have room for all of them */
 	for (;;) {
 		i += push_main(p, n - i, objs + i);

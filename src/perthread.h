@@ -54,6 +54,7 @@ INTERNAL void barn_counts(struct barn *b, unsigned long *full, unsigned long *em
 INTERNAL size_t barn_gather(struct barn *b, void **dst, size_t max);
 INTERNAL void barn_adapt_init(struct uslab_cache *c, unsigned int requested);
 INTERNAL void barn_decay(struct uslab_cache *c, uint64_t now_ns);
+INTERNAL bool barn_note_bulk(struct uslab_cache *c, size_t n);
 INTERNAL uint64_t barn_now_ns(void);
 INTERNAL void barn_stats(struct uslab_cache *c, struct uslab_cache_stats *st);
 INTERNAL extern bool barn_monitor_need;
@@ -135,6 +136,7 @@ INTERNAL struct pcs *pcs_self(const struct uslab_cache *c);
 INTERNAL bool pcs_refill_main(struct uslab_cache *c, struct pcs *p, bool from_slabs);
 INTERNAL bool pcs_make_room(struct uslab_cache *c, struct pcs *p, bool may_flush);
 INTERNAL bool pcs_swap_for(struct pcs *p, size_t n, bool alloc);
+INTERNAL void pcs_fit_bulk(struct uslab_cache *c, struct pcs *p, size_t n);
 INTERNAL void pcs_drain(struct pcs *p);
 INTERNAL void pcs_flush_self(struct uslab_cache *c);
 INTERNAL struct percpu_slot *pcs_percpu(struct uslab_cache *c);

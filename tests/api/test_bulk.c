@@ -185,6 +185,46 @@ static void test_zero_size_holes(void)
 	}
 }
 
+/*
+ * Bulk calls larger than a sheaf, in a loop that the thread's two sheaves
+ * serve between them (no barn trade): the capacity grows to hold them and
+ * the thread's own sheaves with it (pcs_fit_bulk), so the calls fit main;
+ * contents kept and every object back. Not with a pinned capacity.
+ */
+static void test_bulk_grows_sheaves(void)
+{
+	enum { N = 128 };
+	struct uslab_cache *c = uslab_cache_create("bulkgrow", 256, NULL, 0);
+	struct uslab_cache_stats st;
+	void *p[N];
+	int i;
+
+	uslab_cache_stats(c, &st);
+	if (st.sheaf_capacity_max < 254 || st.sheaf_capacity >= N || getenv("USLAB_PERCPU")) {
+		printf("   (skipped: sheaf capacity %u, max %u)\n", st.sheaf_capacity,
+		       st.sheaf_capacity_max);
+		uslab_cache_destroy(c);
+		return;
+	}
+	for (i = 0; i < 200000; i++) {
+		CHECK(uslab_cache_alloc_bulk(c, N, p) == N, "alloc");
+		check_fresh(c, N, p, 256);
+		check_stamps(N, p);
+		uslab_cache_free_bulk(c, N, p);
+		uslab_cache_stats(c, &st);
+		if (st.sheaf_capacity >= N && i > 100)
+			break;
+	}
+	CHECK(st.sheaf_capacity >= N && st.events[USLAB_STAT_SHEAF_GROW] >= 1,
+	      "capacity %u after %d calls of %d (grows %llu)", st.sheaf_capacity, i, N,
+	      (unsigned long long)st.events[USLAB_STAT_SHEAF_GROW]);
+	uslab_thread_flush();
+	uslab_cache_shrink(c);
+	uslab_cache_stats(c, &st);
+	CHECK(st.active_objs == 0, "every object back");
+	uslab_cache_destroy(c);
+}
+
 /* kfree_bulk: one array, several caches, no cache named. */
 static void test_mixed_caches(void)
 {
@@ -369,6 +409,7 @@ int main(void)
 	RUN(test_mixed_with_single);
 	RUN(test_holes);
 	RUN(test_zero_size_holes);
+	RUN(test_bulk_grows_sheaves);
 	RUN(test_mixed_caches);
 	RUN(test_cross_thread);
 	RUN(test_out_of_memory);
