@@ -78,7 +78,7 @@ static const struct option_row {
 	  "empty sheaves a barn keeps", NULL, NULL },
 	{ "USLAB_LOOKAHEAD", &usl_opt.lookahead, 3, 0, 1024,
 	  "detached freelist look-ahead when flushing (seed: 3)", NULL, NULL },
-	{ "USLAB_PURGE_DELAY_MS", &usl_opt.purge_delay_ms, 250, 0, 3600000,
+	{ "USLAB_PURGE_DELAY_MS", &usl_opt.purge_delay_ms, 20, 0, 3600000,
 	  "the page heap's decay tick: a freed page unused for one to two ticks is purged (0: at once)",
 	  NULL, NULL },
 	{ "USLAB_RETAIN_KB", &usl_opt.retain_kb, 1u << 20, 0, 1u << 30,

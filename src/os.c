@@ -128,9 +128,12 @@ _Static_assert(WORDS == 1ul << ORDER0_LOG, "order 0's bitmap is 2^ORDER0_LOG wor
 #define PURGE_RUNS 32
 /*
  * The decay keeps as many old dirty pages as the heap handed out in its
- * busiest tick of the last DEMAND_TICKS (2 s at the default 250 ms tick).
+ * busiest tick of the last DEMAND_WINDOW_MS: demand_ticks() ticks, at most
+ * DEMAND_TICKS (a tick shorter than DEMAND_WINDOW_MS / DEMAND_TICKS looks
+ * back over fewer milliseconds).
  */
-#define DEMAND_TICKS 8
+#define DEMAND_WINDOW_MS 2000u
+#define DEMAND_TICKS 128
 /* A free past the retention cap purges about this much itself. */
 #define PURGE_BATCH_PAGES (256 * 1024 / PAGE_SIZE)
 
@@ -1035,6 +1038,15 @@ size_t os_purge(void)
 
 /* ----------------------------------------------------------------- decay */
 
+/* Ticks in DEMAND_WINDOW_MS at USLAB_PURGE_DELAY_MS: 1 to DEMAND_TICKS. */
+static unsigned int demand_ticks(void)
+{
+	unsigned int ms = usl_opt.purge_delay_ms ? usl_opt.purge_delay_ms : 1;
+	unsigned int t = DEMAND_WINDOW_MS / ms;
+
+	return t < 1 ? 1 : t > DEMAND_TICKS ? DEMAND_TICKS : t;
+}
+
 /*
  * os_decay_step - one tick: purge what is old beyond the recent demand
  * (at most @budget pages), then age the young. Without os_lock. The decay
@@ -1046,11 +1058,13 @@ bool os_decay_step(size_t budget)
 	size_t keep;
 	bool more;
 
+	unsigned int ticks = demand_ticks();
+
 	ulock_lock(&os_lock);
-	H.demand[H.demand_at++ % DEMAND_TICKS] = H.taken - H.taken_tick;
+	H.demand[H.demand_at++ % ticks] = H.taken - H.taken_tick;
 	H.taken_tick = H.taken;
 	keep = 0;
-	for (unsigned int t = 0; t < DEMAND_TICKS; t++)
+	for (unsigned int t = 0; t < ticks; t++)
 		keep = H.demand[t] > keep ? (size_t)H.demand[t] : keep;
 	ulock_unlock(&os_lock);
 	purge_pass(false, keep, budget);

@@ -610,6 +610,9 @@ void uslab_priv_free_slow(struct uslab_cache *c, void *obj)
 		obj_poison(c, obj);
 		percpu_free(c, slots, obj);
 	} else if (!c->sheaf_capacity || !(p = pcs_self(c))) {
+		/* (A thread that cannot start: to its slab, marked like any free object of a keyed cache.) */
+		if (c->hot.free_key)
+			obj_mark_free(c, obj);
 		obj_poison(c, obj);
 		cache_free_objects(c, &obj, 1, 0); /* (checks it on the way to its slab) */
 	} else {

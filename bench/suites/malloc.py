@@ -28,7 +28,8 @@ times, each run a fresh process; each program's output is checked to be the
 same under every allocator. Its own environment: BENCH_MALLOC_ONLY (redis
 python sqlite gcc perl gawk sed sort xz zstd git lua php), BENCH_MALLOC_ALLOCS (glibc mimalloc jemalloc tcmalloc
 uslab; the ratios need mimalloc; uslab-nokey: uslab with USLAB_FREE_KEY=0, the
-drop-in without glibc-level free checks; uslab-base: the libuslab-malloc.so named by
+drop-in without glibc-level free checks; uslab-alt: uslab under the tunables
+BENCH_MALLOC_ALT_ENV gives ("USLAB_PURGE_DELAY_MS=20 ..."); uslab-base: the libuslab-malloc.so named by
 BENCH_MALLOC_BASE, another build to alternate with), BENCH_REDIS_PORT (default 16479),
 BENCH_MALLOC_REPORT=1 (no runs: the report again from malloc-raw.csv).
 """
@@ -111,6 +112,9 @@ def setup(h):
             "uslab": os.path.join(h.build, "libuslab-malloc.so")}
     # The same library without the free key (USLAB_FREE_KEY=0): what glibc's checks cost.
     p.so["uslab-nokey"] = p.so["uslab"]
+    # The same library under other tunables (BENCH_MALLOC_ALT_ENV="USLAB_X=1 USLAB_Y=2"): a policy to weigh.
+    p.so["uslab-alt"] = p.so["uslab"]
+    ALLOC_ENV["uslab-alt"] = dict(kv.split("=", 1) for kv in os.environ.get("BENCH_MALLOC_ALT_ENV", "").split())
     # Another build of uslab to alternate with (a commit before a change): BENCH_MALLOC_BASE.
     if os.environ.get("BENCH_MALLOC_BASE"):
         p.so["uslab-base"] = os.environ["BENCH_MALLOC_BASE"]
