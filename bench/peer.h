@@ -187,6 +187,41 @@ static inline void peer_kfree(void *p, size_t size)
 	__libc_free(p);
 }
 
+#elif defined(PEER_MALLOC)
+/*
+ * Plain malloc and free, whichever the process has: glibc's, or the one
+ * LD_PRELOAD puts first (libuslab-malloc.so, mimalloc's, ...): a drop-in
+ * measured as programs get it. BENCH_PEER_NAME names it in the output.
+ */
+#define PEER_NO_REPORT
+#define PEER_NAME (getenv("BENCH_PEER_NAME") ? getenv("BENCH_PEER_NAME") : "malloc")
+static inline void peer_init(size_t size)
+{
+	(void)size;
+}
+static inline void *peer_alloc(size_t size)
+{
+	return malloc(size);
+}
+static inline void peer_free(void *p, size_t size)
+{
+	(void)size;
+	free(p);
+}
+#define PEER_HAS_KMALLOC
+static inline void peer_kinit(void)
+{
+}
+static inline void *peer_kmalloc(size_t size)
+{
+	return malloc(size);
+}
+static inline void peer_kfree(void *p, size_t size)
+{
+	(void)size;
+	free(p);
+}
+
 #elif defined(PEER_MIMALLOC)
 #define PEER_NO_REPORT
 #include <mimalloc.h>
@@ -361,7 +396,7 @@ static inline void peer_free_bulk(size_t size, size_t n, void **p)
 }
 
 #else
-#error "define one of PEER_USLAB PEER_USLAB_CALL PEER_GLIBC PEER_MIMALLOC PEER_JEMALLOC PEER_TCMALLOC PEER_DPDK"
+#error "define one of PEER_USLAB PEER_USLAB_CALL PEER_GLIBC PEER_MALLOC PEER_MIMALLOC PEER_JEMALLOC PEER_TCMALLOC PEER_DPDK"
 #endif
 
 #ifdef PEER_NO_REPORT

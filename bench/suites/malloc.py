@@ -11,6 +11,9 @@ Workloads (Debian's binaries as shipped, scripts in bench/workloads/):
   sqlite   sqlite3 :memory: < bench/workloads/sqlite.sql: wall time, peak RSS
   gcc      gcc -O2 -c of a generated C file (bench/workloads/gen-c.py):
            wall time, peak RSS (cc1's)
+  cxx      bench/workloads/churn.cpp (built as cxx-churn): 4 C++ threads
+           building std::map/unordered_map/vector/string batches that the
+           next thread reads and destroys
   perl, gawk, lua, php   a script of hashes/tables, strings, regex
            substitutions, sorting and a churning cache in each language
            (bench/workloads/alloc.pl, .awk, .lua, .php; php also with
@@ -26,7 +29,7 @@ Workloads (Debian's binaries as shipped, scripts in bench/workloads/):
 Every (workload, allocator) runs in turn, A B C D E A B C D E ..., BENCH_REPS
 times, each run a fresh process; each program's output is checked to be the
 same under every allocator. Its own environment: BENCH_MALLOC_ONLY (redis
-python sqlite gcc perl gawk sed sort xz zstd git lua php), BENCH_MALLOC_ALLOCS (glibc mimalloc jemalloc tcmalloc
+python sqlite gcc perl gawk sed sort xz zstd git lua php cxx), BENCH_MALLOC_ALLOCS (glibc mimalloc jemalloc tcmalloc
 uslab; the ratios need mimalloc; uslab-nokey: uslab with USLAB_FREE_KEY=0, the
 drop-in without glibc-level free checks; uslab-alt: uslab under the tunables
 BENCH_MALLOC_ALT_ENV gives ("USLAB_PURGE_DELAY_MS=20 ..."); uslab-base: the libuslab-malloc.so named by
@@ -75,6 +78,9 @@ PROGRAMS = {
             "allocation through malloc. `-n`: no php.ini, so no shared extension is "
             "loaded (with Debian's php.ini and its extensions, php 8.2 died of SIGSEGV under every preload, "
             "mimalloc's and jemalloc's as well)"),
+    "cxx": ("cxx-churn {cxx_scale} 4 (bench/workloads/churn.cpp)",
+            "C++: 4 threads build batches of std::map, std::unordered_map, std::vector of std::string, "
+            "each batch read and destroyed by the next thread (most memory freed by another thread)"),
 }
 WORKLOADS = ["redis", "python", "sqlite", "gcc"] + list(PROGRAMS)
 
@@ -104,6 +110,7 @@ def setup(h):
            py_scale=h.size("1", "0.1", "0.01"), sql_rows=h.size(200000, 20000, 2000),
            gcc_funcs=h.size(150, 20, 2), wl=os.path.join(h.here, "workloads"), gcc_lines="?",
            script_scale=h.size("0.8", "0.1", "0.01"), vm_scale=h.size("0.6", "0.1", "0.01"),
+           cxx_scale=h.size("3", "0.3", "0.02"),
            sed_lines=h.size(80000, 10000, 1000),
            text_lines=h.size(400000, 40000, 4000), git_commits=h.size(100, 20, 3))
     p.so = {"glibc": "", "mimalloc": so_of("libmimalloc2.0", r"/libmimalloc\.so\.2$"),
@@ -371,6 +378,7 @@ def program_commands(h, p, tmp):
         "lua": (["lua5.4", os.path.join(w, "alloc.lua"), p.vm_scale], c),
         "php": (["php", "-n", os.path.join(w, "alloc.php"), p.vm_scale], c),
         "php-malloc": (["php", "-n", os.path.join(w, "alloc.php"), p.vm_scale], dict(c, USE_ZEND_ALLOC="0")),
+        "cxx": ([os.path.join(h.build, "bench", "cxx-churn"), p.cxx_scale, "4"], c),
     }
     return {k: v for k, v in cmds.items() if k.split("-")[0] in p.only}
 
