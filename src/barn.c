@@ -13,7 +13,7 @@
  * USLAB_BARN_MAX_FULL, USLAB_BARN_MAX_EMPTY). A full sheaf refused for lack
  * of room is flushed to slabs by the caller; an empty one is freed.
  *
- * Lock: barn->lock (rank 9, LOCK_BARN, in src/lock.h) protects both
+ * Lock: barn->lock (LOCK_BARN in src/lock.h) protects both
  * stacks and the counts. It is never held together with the node lock;
  * flushing happens after the sheaf has left the barn. The counts are also
  * read without the lock, to skip a trip to an empty barn: they are written
@@ -313,8 +313,7 @@ static struct {
 	pthread_mutex_t lock; /* running, retry_ns; a leaf: no uslab lock taken under it */
 	bool running;	      /* also read without the lock (barn_kick) */
 	uint64_t retry_ns;    /* a start that failed is retried after */
-	pthread_once_t atfork;
-} M = { .lock = PTHREAD_MUTEX_INITIALIZER, .atfork = PTHREAD_ONCE_INIT };
+} M = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* One cache of the monitor's pass (under caches_lock): decay it; count it if still grown. */
 static void decay_one(struct uslab_cache *c, void *arg)
@@ -358,17 +357,23 @@ static void *monitor_main(void *arg)
  * their next trade, a thread's exit or shrink; a cache that grows in the
  * child starts one.
  */
-static void monitor_fork_child(void)
+void barn_monitor_fork_child(void)
 {
-	pthread_mutex_init(&M.lock, NULL);
+	pthread_mutex_unlock(&M.lock); /* the forking thread's, from the prepare below */
 	__atomic_store_n(&barn_monitor_need, false, __ATOMIC_RELAXED);
 	M.running = false;
 	M.retry_ns = 0;
 }
 
-static void monitor_atfork(void)
+/* A leaf: init.c's fork handler takes it last, after every ranked lock. */
+void barn_monitor_fork_prepare(void)
 {
-	pthread_atfork(NULL, NULL, monitor_fork_child);
+	pthread_mutex_lock(&M.lock);
+}
+
+void barn_monitor_fork_parent(void)
+{
+	pthread_mutex_unlock(&M.lock);
 }
 
 /*
@@ -382,8 +387,6 @@ void barn_monitor_start(void)
 	uint64_t now = barn_now_ns();
 	int err;
 
-	/* First: a fork from here on runs the child's handler (no monitor there). */
-	pthread_once(&M.atfork, monitor_atfork);
 	pthread_mutex_lock(&M.lock);
 	if (M.running || now < M.retry_ns ||
 	    !__atomic_exchange_n(&barn_monitor_need, false, __ATOMIC_RELAXED)) {

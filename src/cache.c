@@ -9,9 +9,9 @@
  *
  * Locks (ranks in src/lock.h, the one copy of the lock order):
  *
- *   caches_lock  (rank 2, LOCK_CACHES) - the list of caches and the cache
+ *   caches_lock  (LOCK_CACHES) - the list of caches and the cache
  *                id bitmap (thread.c's); held across create and destroy.
- *   node->lock   (rank 10, LOCK_NODE) - a cache's partial list, every slab
+ *   node->lock   (LOCK_NODE) - a cache's partial list, every slab
  *                freelist and bump index of slabs on a list, and the node
  *                counters. Never held with the barn lock: a sheaf leaves
  *                the barn before it is flushed.

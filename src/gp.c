@@ -31,9 +31,9 @@
  * slabs (cache_release_slabs_now). It makes no liburcu call while holding
  * any lock but round_lock.
  *
- * Locks (ranks in src/lock.h): round_lock (rank 1), held across a round
+ * Locks (ranks in src/lock.h): round_lock (LOCK_GP_ROUND), held across a round
  * (grace period and release), taken first by fork, so no grace period of
- * ours is in progress at fork; gp_lock (rank 3), a mutex with one condition
+ * ours is in progress at fork; gp_lock (LOCK_GP), a mutex with one condition
  * variable, protecting the start of the monitor and the barrier
  * generations, and where barrier and throttled callers wait. Waits are not
  * cancellation points: cancellation is disabled around them (a cancelled

@@ -8,7 +8,7 @@
  * fork handlers.
  *
  * Fork: before fork() the forking thread takes every lock in the lock order
- * of src/lock.h, rank 1 to 12, then counter.c's reg_lock, a leaf
+ * of src/lock.h, then counter.c's reg_lock and barn.c's monitor lock, leaves
  * (fork_prepare() below), so no lock is held halfway through an update in
  * the child. The parent releases them; the child re-initialises them and
  * hands the sheaves of the threads that do not exist in the child back to
@@ -33,11 +33,13 @@ static void fork_prepare(void)
 	cache_fork_prepare();
 	os_fork_prepare();
 	guard_fork_prepare();
-	counter_fork_prepare(); /* a leaf: last */
+	counter_fork_prepare();	    /* a leaf: last */
+	barn_monitor_fork_prepare(); /* a leaf too (never held with reg_lock) */
 }
 
 static void fork_parent(void)
 {
+	barn_monitor_fork_parent();
 	counter_fork_parent();
 	guard_fork_parent();
 	os_fork_parent();
@@ -52,6 +54,7 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+	barn_monitor_fork_child();
 	counter_fork_child();
 	guard_fork_child();
 	os_fork_child();

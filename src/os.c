@@ -100,7 +100,7 @@
  * rounded, with a one-descriptor table whose registry entries all point
  * at it (shift ARENA_SHIFT); resized by mremap; unmapped when freed.
  *
- * Lock: os_lock (rank 11, LOCK_OS, the last in src/lock.h) protects every
+ * Lock: os_lock (LOCK_OS in src/lock.h) protects every
  * arena's bitmaps, counts and the lists here. It is taken once per slab
  * or large object, never per object, and no system call is made under
  * it: purges carve their runs under it, drop it for the madvise calls and

@@ -13,9 +13,10 @@
  *          bottom, decrement top, load the object.
  *   free:  the same with top against limit, store the object.
  *
- * Budget: inline in the caller (uslab/fastpath.h) about 6 and 7
- * instructions; as the exported functions below (USLAB_NO_INLINE,
- * sanitizer builds, calls through a pointer) 9 and 11, with the call.
+ * Budget: the instructions per alloc+free pair, inline (uslab/fastpath.h)
+ * and through the exported functions below (USLAB_NO_INLINE, sanitizer
+ * builds, calls through a pointer), are declared once, in
+ * scripts/fastpath-insns (BUDGET), which the ctest fastpath_budget runs.
  * No lock, no atomic read-modify-write, one thread-local cache line plus
  * the array slot. Everything else below is the slow path, entered once per
  * sheaf of objects at most:

@@ -59,6 +59,9 @@ INTERNAL uint64_t barn_now_ns(void);
 INTERNAL void barn_stats(struct uslab_cache *c, struct uslab_cache_stats *st);
 INTERNAL extern bool barn_monitor_need;
 INTERNAL void barn_monitor_start(void);
+INTERNAL void barn_monitor_fork_prepare(void);
+INTERNAL void barn_monitor_fork_parent(void);
+INTERNAL void barn_monitor_fork_child(void);
 INTERNAL bool barn_monitor_running(void);
 
 /*

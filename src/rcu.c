@@ -61,7 +61,7 @@
  * program's, a C++ thread_local) appends to one shared orphan block under
  * hq_lock instead: the exited thread is never listed again.
  *
- * Locks (ranks 4 to 6 in src/lock.h, which has the whole order): list_lock
+ * Locks (LOCK_RCU_LIST, _HQ, _POOL in src/lock.h, which has the order): list_lock
  * protects the list of threads the monitor scans. hq_lock protects the
  * emergency list and the orphan block, and may be held while a block is
  * taken from the pool; pool_lock protects the spare blocks and may be

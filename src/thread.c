@@ -17,8 +17,8 @@
  * (asserted below), of which a thread touches the two lines of each cache
  * it uses (its fast path only the first).
  *
- * Locks: threads_lock (rank 7, LOCK_THREADS, in src/lock.h) protects the
- * list of live states and the pool; tstate->lock (rank 8, LOCK_TSTATE)
+ * Locks: threads_lock (LOCK_THREADS in src/lock.h) protects the
+ * list of live states and the pool; tstate->lock (LOCK_TSTATE)
  * protects a state's table as a whole. The owner takes its own lock in
  * slow paths only; the fast path does not (other threads touch a table
  * only to drain a cache that the program promised not to use

@@ -99,8 +99,8 @@ static __attribute__((__noinline__, __unused__)) void uslab_priv_free_miss(struc
 }
 
 /*
- * Pop the main sheaf: 11 instructions, two branches (a NULL cache goes to
- * the report). No object is read or written: a cache with the free key
+ * Pop the main sheaf: two branches (a NULL cache goes to the report; the
+ * pair's instruction budget is scripts/fastpath-insns'). No object is read or written: a cache with the free key
  * (USLAB_FREE_KEY) shows these paths the always-empty entry, so its calls
  * reach the library, which marks.
  */
@@ -123,8 +123,8 @@ uslab_cache_alloc_inline(struct uslab_cache *c)
 }
 
 /*
- * Push the main sheaf: 13 instructions, three branches (a NULL object: a
- * no-op; a NULL cache: the library). The object is not read or written.
+ * Push the main sheaf: three branches (a NULL object: a no-op; a NULL
+ * cache: the library). The object is not read or written.
  */
 static inline __attribute__((__always_inline__)) void uslab_cache_free_inline(struct uslab_cache *c,
 									      void *obj)
