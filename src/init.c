@@ -33,7 +33,7 @@ static void fork_prepare(void)
 	cache_fork_prepare();
 	os_fork_prepare();
 	guard_fork_prepare();
-	counter_fork_prepare();	    /* a leaf: last */
+	counter_fork_prepare();	     /* a leaf: last */
 	barn_monitor_fork_prepare(); /* a leaf too (never held with reg_lock) */
 }
 
