@@ -138,7 +138,7 @@ struct uslab_cache;
  *          free/alloc cycles. NULL: no constructor.
  * @sheaf_capacity: objects per sheaf; 0 chooses from the object size
  *          (see doc/tuning.md). Rounded down to one of 2, 6, 14, 30, 62,
- *          126, 254. The value 1 asks for a cache without sheaves (every
+ *          126, 254, 510, 1022. The value 1 asks for a cache without sheaves (every
  *          allocation takes the node lock; for rarely used caches).
  * @min_partial: empty slabs the cache keeps before it returns slabs to
  *          the OS; 0 chooses like SLUB (5..10 from the object size).

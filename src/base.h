@@ -92,6 +92,12 @@
  *
  * doc/design.md has the picture. The lock order is in src/lock.h (one
  * copy; USLAB_CHECKS builds check it at every acquisition).
+ *
+ * Errors: a function of src/ that can fail returns 0 or a negative errno
+ * (the kernel's convention; a pthread call's positive result is negated
+ * where it is passed on); errno is set only at the public API's edge, as
+ * each exported function's contract says (and malloc.c's, as the C
+ * library's functions do).
  */
 #ifndef USLAB_BASE_H
 #define USLAB_BASE_H

@@ -279,12 +279,13 @@ static void cache_list_add(struct uslab_cache *c)
 /*
  * cache_init_internal - set up one of uslab's own metadata caches (static
  * storage, no sheaves: every allocation takes the node lock).
+ * Return: 0, or -EINVAL (src/'s convention: a negative errno).
  */
 int cache_init_internal(struct uslab_cache *c, const char *name, size_t size)
 {
 	memset(c, 0, sizeof(*c));
 	if (cache_setup(c, name, size, 0, NULL, CACHE_INTERNAL, 0, USLAB_LAYOUT_AUTO))
-		return EINVAL;
+		return -EINVAL;
 	ulock_lock(&caches_lock);
 	cache_list_add(c);
 	ulock_unlock(&caches_lock);

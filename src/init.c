@@ -89,7 +89,7 @@ static void do_init(void)
 	if (!err)
 		rcu_init();
 	if (!err)
-		err = pthread_atfork(fork_prepare, fork_parent, fork_child);
+		err = -pthread_atfork(fork_prepare, fork_parent, fork_child);
 	if (!err)
 		export_init();
 	init_error = err;
@@ -111,7 +111,7 @@ int usl_init(void)
 {
 	pthread_once(&init_once, do_init);
 	if (unlikely(init_error)) {
-		errno = init_error;
+		errno = -init_error; /* (each step returns 0 or a negative errno) */
 		return -1;
 	}
 	return 0;

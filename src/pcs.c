@@ -54,7 +54,7 @@ static struct uslab_cache events_cache_store;
 int pcs_bootstrap(void)
 {
 	if (cache_init_internal(&events_cache_store, "uslab_events", sizeof(struct pcs_events)))
-		return EINVAL;
+		return -EINVAL;
 	events_cache = &events_cache_store;
 	return 0;
 }

@@ -45,7 +45,7 @@ int sheaf_bootstrap(void)
 
 		snprintf(name, sizeof(name), "uslab_sheaf-%zu", size);
 		if (cache_init_internal(&sheaf_cache_store[i], name, size))
-			return EINVAL;
+			return -EINVAL;
 		sheaf_caches[i] = &sheaf_cache_store[i];
 	}
 	return 0;

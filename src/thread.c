@@ -284,7 +284,7 @@ void uslab_thread_flush(void)
 
 int thread_init(void)
 {
-	return pthread_key_create(&exit_key, thread_exit);
+	return -pthread_key_create(&exit_key, thread_exit);
 }
 
 void thread_fork_prepare(void)

@@ -7,7 +7,7 @@ from types import SimpleNamespace as NS
 
 from harness import Failure, Goal, div, fmt, ratio
 
-ORDER = 65
+ORDER = 66
 PLOTS = ["dpdk.png"]
 HEADINGS = ["## DPDK mempool driver (issue 23)"]
 OPS = ["uslab", "ring_mp_mc", "stack"]
