@@ -10,13 +10,14 @@
 # CI (.ci/run) runs both as written, the second as BENCH_QUICK=1 make bench
 # (small sizes). Other targets: build, bench-tiny (every benchmark section at
 # its smallest size, the report and plots written and checked: the harness
-# end to end in a few minutes), format, format-check, clean. Before an issue
+# end to end in a few minutes), flaky (T=REGEX [N=100] [PRESET=release]: the
+# tests REGEX names, repeated until one fails), format, format-check, clean. Before an issue
 # is resolved: bench/regress BASE (every goal row, BASE against this tree).
 
 JOBS ?= $(shell nproc)
 TEST_PRESETS ?= release asan tsan
 
-.PHONY: all build test bench bench-tiny deps deps-bench format format-check clean
+.PHONY: all build test bench bench-tiny flaky deps deps-bench format format-check clean
 
 all: build
 
@@ -59,6 +60,14 @@ FORMAT_FILES = $(shell git ls-files '*.c' '*.h' '*.cpp')
 
 format:
 	@clang-format -i $(FORMAT_FILES)
+
+N ?= 100
+PRESET ?= release
+flaky: deps
+	@test -n "$(T)" || { echo "make flaky T=REGEX [N=100] [PRESET=release]"; exit 2; }
+	@cmake --preset $(PRESET) >/dev/null
+	@cmake --build --preset $(PRESET) -j $(JOBS)
+	@cd build/$(PRESET) && ctest -R '$(T)' --repeat until-fail:$(N) --output-on-failure -j $(JOBS)
 
 format-check:
 	@clang-format --dry-run --Werror $(FORMAT_FILES)
