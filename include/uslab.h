@@ -396,7 +396,8 @@ USLAB_API size_t uslab_cache_alloc_bulk(struct uslab_cache *c, size_t n, void **
  * slabs: objects of one slab are linked into a detached freelist inside
  * the objects themselves and handed over together, one node lock for up to
  * 32 slabs. The look-ahead that decides how far to scan for more objects
- * of the same slab is USLAB_LOOKAHEAD (default 3, as in the seed patch).
+ * of the same slab is USLAB_LOOKAHEAD (default 3, the value Linux's
+ * "slub: build detached freelist with look-ahead" settled on).
  * Misuse (a double free, a foreign pointer) is reported like
  * uslab_cache_free()'s.
  *

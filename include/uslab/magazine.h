@@ -17,7 +17,8 @@
  * allocate from its magazine and a TX-completion context only free into its
  * own.
  *
- * A free batch (struct uslab_free_batch) is the seed's dev_free_waitlist: an
+ * A free batch (struct uslab_free_batch) is what the Linux NAPI skb-head
+ * bulking patches call a free waitlist (dev_free_waitlist): an
  * array on the caller's stack that a loop adds objects to (a walk over a
  * completion ring) and that is handed to uslab_cache_free_bulk() whenever
  * it is full and once at the end.
