@@ -30,6 +30,8 @@
 #include <unistd.h>
 #include <x86intrin.h>
 
+#include "../tests/common.h"
+
 /* Keep the compiler from eliding an allocation it can see is unused. */
 #define escape(p) __asm__ __volatile__("" : : "r"(p) : "memory")
 
@@ -66,16 +68,10 @@ static inline double tsc_per_ns(void)
 	return ghz;
 }
 
-/* xorshift64*: deterministic pseudo-random numbers from a seed. */
+/* The tests' generator (tests/common.h) under the benchmarks' name. */
 static inline uint64_t rnd(uint64_t *s)
 {
-	uint64_t x = *s;
-
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return x * 0x2545F4914F6CDD1Dull;
+	return rnd_next(s);
 }
 
 static inline int cmp_double(const void *a, const void *b)
@@ -182,25 +178,6 @@ static inline bool bench_quick(void)
 	const char *q = getenv("BENCH_QUICK");
 
 	return q && !strcmp(q, "1");
-}
-
-/*
- * A field of /proc/self/status in MB: "VmHWM:" (peak resident memory of the
- * process so far) or "VmRSS:" (now); 0 if it cannot be read.
- */
-static inline double proc_status_mb(const char *field)
-{
-	char line[256];
-	long kb = 0;
-	size_t len = strlen(field);
-	FILE *f = fopen("/proc/self/status", "r");
-
-	while (f && fgets(line, sizeof(line), f))
-		if (!strncmp(line, field, len))
-			kb = strtol(line + len, NULL, 10);
-	if (f)
-		fclose(f);
-	return (double)kb / 1024.0;
 }
 
 static inline void report_value(const char *bench, const char *variant, const char *param,

@@ -25,6 +25,8 @@
 #define TEST_HAVE_USLAB 1
 #endif
 
+#include "common.h"
+
 static unsigned long test_checks;
 
 /* CHECK counting into @counter (worker threads keep their own). */
@@ -48,32 +50,6 @@ static unsigned long test_checks;
 		printf("ok %-40s (%lu checks)\n", #fn, test_checks - before_); \
 		fflush(stdout);                                                \
 	} while (0)
-
-/* xorshift64*: deterministic pseudo-random numbers from a seed. */
-static inline uint64_t rnd_next(uint64_t *s)
-{
-	uint64_t x = *s;
-
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return x * 0x2545F4914F6CDD1Dull;
-}
-
-/* Resident set size of this process in bytes (from /proc/self/statm). */
-static inline long rss_bytes(void)
-{
-	long pages = 0, resident = 0;
-	FILE *f = fopen("/proc/self/statm", "r");
-
-	if (!f)
-		return -1;
-	if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
-		resident = -1;
-	fclose(f);
-	return resident * sysconf(_SC_PAGESIZE);
-}
 
 /*
  * run_child - run @fn(@arg) in a child process and collect its stderr.
