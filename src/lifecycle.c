@@ -79,9 +79,8 @@ struct uslab_cache *lifecycle_create(const char *name, size_t size,
 	}
 	/*
 	 * A pool's capacity is pinned: its barn keeps every full sheaf, so
-	 * shrinking gives nothing back, and resizing only churns sheaves (the
-	 * scattered drain in pool mode: 1.7-2.5 ns per op adapting, 1.1-1.3
-	 * pinned at 254, DPDK 1.0-1.4; drain-uslab 256 131072 3 pool).
+	 * shrinking gives nothing back, and resizing only churns sheaves
+	 * (measured: doc/design.md, "Decisions measured in code").
 	 */
 	if (cap)
 		barn_adapt_init(c, pool_sheaf_capacity(c, args->sheaf_capacity));

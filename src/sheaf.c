@@ -37,8 +37,7 @@ int sheaf_bootstrap(void)
 		 * Whole cache lines: a per-CPU sheaf's header (its size) is
 		 * written on every pop and push (percpu.c), and sheaves packed at
 		 * 8 bytes shared a line with the neighbour's last slots, another
-		 * CPU's: the socket cycle with 2 threads on per-CPU sheaves ran at
-		 * 3.7-7.7 million cycles per second, 41 with lines of their own.
+		 * CPU's (measured: doc/design.md, "Decisions measured in code").
 		 */
 		size_t size =
 			ALIGN_UP(sizeof(struct sheaf) + sheaf_caps[i] * sizeof(void *), CACHELINE);
