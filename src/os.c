@@ -84,7 +84,7 @@
  *   purging -> free dirty os_fork_child: a purge the fork interrupted
  *
  * Decay: a thread of os.c (started by os_kick() from where no lock is held,
- * when freed pages appear; it exits once nothing is retained) ticks every
+ * when freed pages appear; it exits once nothing has been retained for 2 s) ticks every
  * USLAB_PURGE_DELAY_MS. Where it cannot run (its start failed; the child
  * of a fork under ThreadSanitizer) the frees run the due ticks themselves,
  * a bounded batch (about 256 KiB) each. Each tick purges the dirty pages
@@ -1077,15 +1077,29 @@ bool os_decay_step(size_t budget)
 	return more;
 }
 
+/*
+ * The decay thread. It lingers for a demand window's worth of idle ticks
+ * (DEMAND_WINDOW_MS) before it exits: at a 20 ms tick a program that frees
+ * in bursts would otherwise start and stop a thread several times a
+ * second, and a start from a thread that is itself exiting (a key
+ * destructor that frees) is what AddressSanitizer's thread bookkeeping
+ * handles worst.
+ */
 static void *decay_main(void *arg)
 {
+	unsigned int idle = 0;
+
 	(void)arg;
 	for (;;) {
 		unsigned int ms = usl_opt.purge_delay_ms ? usl_opt.purge_delay_ms : 1;
 		struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000 };
 
 		nanosleep(&ts, NULL);
-		if (os_decay_step(SIZE_MAX))
+		if (os_decay_step(SIZE_MAX)) {
+			idle = 0;
+			continue;
+		}
+		if (++idle < demand_ticks())
 			continue;
 		/* Nothing retained: stop, unless a free came since (it saw the thread running). */
 		ulock_lock(&os_lock);
