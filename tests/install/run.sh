@@ -17,4 +17,13 @@ LD_LIBRARY_PATH="$prefix/lib" "$prefix/build/consumer"
 cc_flags=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs uslab)
 cc -o "$prefix/pc_consumer" "$SRC_DIR/consumer.c" $cc_flags -pthread
 LD_LIBRARY_PATH="$prefix/lib" "$prefix/pc_consumer"
-echo "ok install_consumer: find_package(uslab), uslab::uslab_static and pkg-config"
+# The installed examples, built as their comments say, with pkg-config's flags.
+ex="$prefix/share/doc/uslab/examples"
+for f in packet_pipeline.c cxx_sessions.cpp include/uslab/uslab.hpp; do
+	test -e "$ex/$f" || test -e "$prefix/$f" || { echo "not installed: $f"; exit 1; }
+done
+cc -O2 -o "$prefix/packet_pipeline" "$ex/packet_pipeline.c" $cc_flags -pthread
+LD_LIBRARY_PATH="$prefix/lib" "$prefix/packet_pipeline" 100000 | grep -q "ok: every packet"
+c++ -std=c++17 -O2 -o "$prefix/cxx_sessions" "$ex/cxx_sessions.cpp" $cc_flags -pthread
+LD_LIBRARY_PATH="$prefix/lib" "$prefix/cxx_sessions" 5000 2 | grep -q "ok: every session"
+echo "ok install_consumer: find_package(uslab), uslab::uslab_static, pkg-config and the examples"
