@@ -24,6 +24,11 @@ for f in packet_pipeline.c cxx_sessions.cpp include/uslab/uslab.hpp; do
 done
 cc -O2 -o "$prefix/packet_pipeline" "$ex/packet_pipeline.c" $cc_flags -pthread
 LD_LIBRARY_PATH="$prefix/lib" "$prefix/packet_pipeline" 100000 | grep -q "ok: every packet"
+if pkg-config --exists liburcu-cds; then
+	cc -O2 -o "$prefix/rcu_table" "$ex/rcu_table.c" $cc_flags \
+		$(pkg-config --cflags --libs liburcu-memb liburcu-cds) -pthread
+	LD_LIBRARY_PATH="$prefix/lib" "$prefix/rcu_table" 2 1 1 | grep -q "ok: no reader"
+fi
 c++ -std=c++17 -O2 -o "$prefix/cxx_sessions" "$ex/cxx_sessions.cpp" $cc_flags -pthread
 LD_LIBRARY_PATH="$prefix/lib" "$prefix/cxx_sessions" 5000 2 | grep -q "ok: every session"
 echo "ok install_consumer: find_package(uslab), uslab::uslab_static, pkg-config and the examples"
