@@ -22,6 +22,8 @@ ex="$prefix/share/doc/uslab/examples"
 for f in packet_pipeline.c cxx_sessions.cpp include/uslab/uslab.hpp; do
 	test -e "$ex/$f" || test -e "$prefix/$f" || { echo "not installed: $f"; exit 1; }
 done
+cc -O2 -o "$prefix/echo_server" "$ex/echo_server.c" $cc_flags -pthread
+LD_LIBRARY_PATH="$prefix/lib" "$prefix/echo_server" 20 10 2 | grep -q "ok: every reply"
 cc -O2 -o "$prefix/packet_pipeline" "$ex/packet_pipeline.c" $cc_flags -pthread
 LD_LIBRARY_PATH="$prefix/lib" "$prefix/packet_pipeline" 100000 | grep -q "ok: every packet"
 if pkg-config --exists liburcu-cds; then
