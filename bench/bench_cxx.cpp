@@ -70,7 +70,8 @@ template <class Map> double run_umap(Map &m, long ops, long live)
 		int add = static_cast<int>(rnd(s) % static_cast<std::uint64_t>(keyspace));
 
 		m.erase(del);
-		m[add] = Node{ static_cast<std::uint64_t>(add), { static_cast<std::uint64_t>(i), 2, 3, 4, 5 } };
+		m[add] = Node{ static_cast<std::uint64_t>(add),
+			       { static_cast<std::uint64_t>(i), 2, 3, 4, 5 } };
 	}
 	auto t1 = std::chrono::steady_clock::now();
 	return std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(ops);
@@ -89,7 +90,8 @@ template <class List> double run_list(List &l, long ops, long live)
 	return std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(ops);
 }
 
-template <class Alloc> using Umap = std::unordered_map<int, Node, std::hash<int>, std::equal_to<int>, Alloc>;
+template <class Alloc>
+using Umap = std::unordered_map<int, Node, std::hash<int>, std::equal_to<int>, Alloc>;
 
 double once(const std::string &cont, const std::string &scheme, long ops, long live)
 {
@@ -153,7 +155,9 @@ double once(const std::string &cont, const std::string &scheme, long ops, long l
 			return run_list(l, ops, live);
 		}
 	}
-	std::fprintf(stderr, "usage: cxx-bench umap|list std|uslab|kres|cres|unsync|sync [OPS [LIVE [REPS]]]\n");
+	std::fprintf(
+		stderr,
+		"usage: cxx-bench umap|list std|uslab|kres|cres|unsync|sync [OPS [LIVE [REPS]]]\n");
 	std::exit(2);
 }
 
@@ -165,7 +169,8 @@ double tsc_per_ns()
 		;
 	unsigned long long c1 = __rdtsc();
 	auto t1 = std::chrono::steady_clock::now();
-	return static_cast<double>(c1 - c0) / std::chrono::duration<double, std::nano>(t1 - t0).count();
+	return static_cast<double>(c1 - c0) /
+	       std::chrono::duration<double, std::nano>(t1 - t0).count();
 }
 
 } // namespace
@@ -182,14 +187,16 @@ int main(int argc, char **argv)
 	int reps = argc > 5 ? std::atoi(argv[5]) : 3;
 	std::vector<double> ns;
 	const char *peer = std::getenv("BENCH_PEER_NAME");
-	std::string variant = cont + "-" + scheme + (scheme == "std" && peer ? std::string("-") + peer : "");
+	std::string variant =
+		cont + "-" + scheme + (scheme == "std" && peer ? std::string("-") + peer : "");
 	double med, g = tsc_per_ns();
 
 	for (int r = 0; r < reps; r++)
 		ns.push_back(once(cont, scheme, ops, live));
 	std::sort(ns.begin(), ns.end());
 	med = ns[ns.size() / 2];
-	std::printf("cxx        %-22s %-8ld: %.0f cycles(tsc) %.3f ns\n", variant.c_str(), live, med * g, med);
+	std::printf("cxx        %-22s %-8ld: %.0f cycles(tsc) %.3f ns\n", variant.c_str(), live,
+		    med * g, med);
 	std::printf("CSV,cxx,%s,%ld,ns,%.4f\n", variant.c_str(), live, med);
 	return 0;
 }
