@@ -244,6 +244,12 @@ struct uslab_options {
 };
 
 INTERNAL extern struct uslab_options usl_opt;
+/*
+ * usl_thread_exiting - the calling thread has run uslab's exit handler (its
+ * key destructor: thread.c); what it does now runs from glibc's teardown of
+ * its keys. Defined in options.c (a service), set by thread.c.
+ */
+INTERNAL extern __thread bool usl_thread_exiting __attribute__((tls_model("initial-exec")));
 INTERNAL extern const char *const usl_layout_names[USLAB_LAYOUT_NR + 1];
 enum on_bug { ON_BUG_DEFAULT, ON_BUG_ABORT, ON_BUG_REPORT };
 INTERNAL extern const char *const usl_on_bug_names[];
@@ -325,7 +331,8 @@ static inline void usl_cancel_restore(int old)
  * (the decay monitors, the grace-period monitor) with every signal blocked:
  * it takes no signal meant for the program's threads. Context: no uslab
  * lock held (thread creation may allocate, through uslab when it is the
- * malloc). Return: 0, or pthread_create's error.
+ * malloc). Return: 0; EAGAIN from a thread past its exit handler (not
+ * started); or pthread_create's error.
  */
 static inline int usl_thread_detached(void *(*fn)(void *))
 {
@@ -334,6 +341,15 @@ static inline int usl_thread_detached(void *(*fn)(void *))
 	pthread_t tid;
 	int err;
 
+	/*
+	 * Not from a thread in its key destructors (a program's destructor
+	 * that frees after uslab's exit handler): AddressSanitizer's thread
+	 * bookkeeping crashed when such a thread's child exited (api_fuzz
+	 * under libFuzzer); the callers treat it as a start that failed and
+	 * retry from the next live thread.
+	 */
+	if (usl_thread_exiting)
+		return EAGAIN;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_attr_init(&attr);

@@ -17,6 +17,7 @@
 #include "export.h" /* EXPORT_DIR_MAX */
 
 struct uslab_options usl_opt;
+__thread bool usl_thread_exiting __attribute__((tls_model("initial-exec")));
 
 /* USLAB_STATS_DIR: export_dir() reads it where it is used (export.c and uslab-stat); checked here. */
 static int stats_dir_parse(const char *s)

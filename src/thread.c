@@ -112,6 +112,7 @@ static void thread_exit(void *arg)
 	 * slabs directly. A new state now would never be drained.
 	 */
 	tls_exited = true;
+	usl_thread_exiting = true;
 	ulock_lock(&threads_lock);
 	list_del(&st->link);
 	pool_put(st);
