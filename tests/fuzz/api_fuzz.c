@@ -2677,6 +2677,15 @@ static void misuse_child(void *arg)
 		uslab_cache_free(m->c, p);
 		for (unsigned int i = 0; i < n; i++)
 			uslab_cache_free(m->c, q[i]);
+		{
+			uintptr_t w0;
+
+			memcpy(&w0, p, sizeof(w0));
+			fprintf(stderr,
+				"(before the second free: first word %#lx, key %#lx, per CPU %d, n %u)\n",
+				(unsigned long)w0, (unsigned long)free_key,
+				uslab_cache_percpu(m->c), n);
+		}
 		if (m->lib)
 			(uslab_cache_free)(m->c, p);
 		else
