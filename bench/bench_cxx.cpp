@@ -20,8 +20,8 @@
  * front) and inserts a new one (umap: a random key; list: at the back),
  * with its 48-byte Node written, so the container keeps LIVE entries while
  * its nodes are freed and allocated in a random order (umap) or FIFO
- * (list). Prints the median ns per operation as "N cycles(tsc) X.XXX ns"
- * and the CSV line "CSV,cxx,<container>-<scheme>[-<BENCH_PEER_NAME>],..."
+ * (list). Prints the median time per operation in TSC cycles and in ns
+ * (the seeds' format) and the CSV line "CSV,cxx,<container>-<scheme>[-<BENCH_PEER_NAME>],..."
  * (BENCH_PEER_NAME names the malloc under the std scheme).
  */
 #include <uslab/uslab.hpp>

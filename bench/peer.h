@@ -155,58 +155,37 @@ static inline void peer_kreport(void)
 	fprintf(stderr, "slabs=%lu\n", slabs);
 }
 
-#elif defined(PEER_GLIBC)
-#define PEER_NO_REPORT
+#elif defined(PEER_GLIBC) || defined(PEER_MALLOC)
+#ifdef PEER_GLIBC
+/* glibc's own malloc, whatever LD_PRELOAD holds. */
 #define PEER_NAME "glibc"
 extern void *__libc_malloc(size_t size);
 extern void __libc_free(void *p);
-static inline void peer_init(size_t size)
-{
-	(void)size;
-}
-static inline void *peer_alloc(size_t size)
-{
-	return __libc_malloc(size);
-}
-static inline void peer_free(void *p, size_t size)
-{
-	(void)size;
-	__libc_free(p);
-}
-#define PEER_HAS_KMALLOC
-static inline void peer_kinit(void)
-{
-}
-static inline void *peer_kmalloc(size_t size)
-{
-	return __libc_malloc(size);
-}
-static inline void peer_kfree(void *p, size_t size)
-{
-	(void)size;
-	__libc_free(p);
-}
-
-#elif defined(PEER_MALLOC)
+#define PEER_MALLOC_FN __libc_malloc
+#define PEER_FREE_FN __libc_free
+#else
 /*
  * Plain malloc and free, whichever the process has: glibc's, or the one
  * LD_PRELOAD puts first (libuslab-malloc.so, mimalloc's, ...): a drop-in
  * measured as programs get it. BENCH_PEER_NAME names it in the output.
  */
-#define PEER_NO_REPORT
 #define PEER_NAME (getenv("BENCH_PEER_NAME") ? getenv("BENCH_PEER_NAME") : "malloc")
+#define PEER_MALLOC_FN malloc
+#define PEER_FREE_FN free
+#endif
+#define PEER_NO_REPORT
 static inline void peer_init(size_t size)
 {
 	(void)size;
 }
 static inline void *peer_alloc(size_t size)
 {
-	return malloc(size);
+	return PEER_MALLOC_FN(size);
 }
 static inline void peer_free(void *p, size_t size)
 {
 	(void)size;
-	free(p);
+	PEER_FREE_FN(p);
 }
 #define PEER_HAS_KMALLOC
 static inline void peer_kinit(void)
@@ -214,12 +193,12 @@ static inline void peer_kinit(void)
 }
 static inline void *peer_kmalloc(size_t size)
 {
-	return malloc(size);
+	return PEER_MALLOC_FN(size);
 }
 static inline void peer_kfree(void *p, size_t size)
 {
 	(void)size;
-	free(p);
+	PEER_FREE_FN(p);
 }
 
 #elif defined(PEER_MIMALLOC)

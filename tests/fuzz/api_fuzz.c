@@ -1126,6 +1126,16 @@ static void op_free(struct src *s)
 		free_one(s, (unsigned int)i);
 }
 
+/* Live entry @i out of the model for a bulk free, checked: its pointer. */
+static void *take_to_free(unsigned int i)
+{
+	struct obj o = live_take(i);
+
+	verify(&o, false);
+	note_free(&o, 0, false);
+	return o.p;
+}
+
 /* ------------------------------------------------------ object caches */
 
 static void op_alloc(struct src *s)
@@ -1216,13 +1226,7 @@ static void op_free_bulk(struct src *s)
 		}
 		if (i < 0)
 			break;
-		{
-			struct obj o = live_take((unsigned int)i);
-
-			verify(&o, false);
-			note_free(&o, 0, false);
-			arr[n++] = o.p;
-		}
+		arr[n++] = take_to_free((unsigned int)i);
 	}
 	note("free_bulk %s n %zu way %u", M.caches[ci].name, n, way);
 	if (way == 2) {
@@ -1256,13 +1260,7 @@ static void op_kfree_bulk(struct src *s)
 		}
 		if (i < 0)
 			break;
-		{
-			struct obj o = live_take((unsigned int)i);
-
-			verify(&o, false);
-			note_free(&o, 0, false);
-			arr[n++] = o.p;
-		}
+		arr[n++] = take_to_free((unsigned int)i);
 	}
 	note("kfree_bulk n %zu", n);
 	if (chance(s, 50))
