@@ -22,6 +22,9 @@
  * exception leaves. The debug tier (USLAB_DEBUG) and per-CPU sheaves
  * (USLAB_PERCPU) apply as to any cache: they are the C library's.
  *
+ * Attributes are spelt __name__, so a program's macros named noreturn,
+ * nodiscard, unused... do not reach them (api_headers_macros_cxx).
+ *
  * Thread safety: as the C functions (any thread may allocate and free; a
  * cache<T> must not be destroyed while another thread uses it).
  */
@@ -48,7 +51,7 @@ namespace uslab
 namespace detail
 {
 /* std::bad_alloc, or abort() in a build without exceptions. */
-[[noreturn]] inline void out_of_memory()
+__attribute__((__noreturn__)) inline void out_of_memory()
 {
 #if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
 	throw std::bad_alloc();
@@ -243,7 +246,7 @@ template <class T> struct allocator {
 	{
 	}
 
-	[[nodiscard]] T *allocate(std::size_t n)
+	__attribute__((__warn_unused_result__)) T *allocate(std::size_t n)
 	{
 		void *p;
 
@@ -316,8 +319,8 @@ class kmalloc_resource : public std::pmr::memory_resource {
  * cache_resource - a std::pmr::memory_resource over one cache of @size
  * bytes aligned to @align (a container's node: std::pmr::list,
  * std::pmr::unordered_map): an allocation of at most @size bytes and
- * @align serves from the cache, anything else from @upstream (default:
- * kmalloc_resource). Owns its cache (destroyed with it: every node must
+ * @align serves from the cache, anything else from @upstream (default,
+ * and for nullptr: kmalloc_resource). Owns its cache (destroyed with it: every node must
  * be back). Equal only to itself.
  */
 class cache_resource : public std::pmr::memory_resource {
@@ -325,7 +328,7 @@ class cache_resource : public std::pmr::memory_resource {
 	cache_resource(const char *name, std::size_t size,
 		       std::size_t align = alignof(std::max_align_t),
 		       std::pmr::memory_resource *upstream = kmalloc_resource::get())
-	    : size_(size), align_(align), upstream_(upstream)
+	    : size_(size), align_(align), upstream_(upstream ? upstream : kmalloc_resource::get())
 	{
 		uslab_cache_args args = {};
 

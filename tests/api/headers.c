@@ -11,6 +11,15 @@
  * 35 item 4). The C library's headers come first, as in a program.
  */
 #ifdef USLAB_TEST_ATTRIBUTE_MACROS
+#if defined(__cplusplus) && __cplusplus >= 201703L
+/* <uslab/uslab.hpp>'s standard headers, before the macros as in a program. */
+#include <cstdlib>
+#include <memory>
+#include <memory_resource>
+#include <new>
+#include <type_traits>
+#include <utility>
+#endif
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -76,6 +85,8 @@
 #define warning @
 #define weak @
 #define write_only @
+#define nodiscard @
+#define maybe_unused @
 /* The kernel's own short forms (include/linux/compiler_attributes.h; glibc has one). */
 #undef __always_inline
 #define __always_inline @
@@ -99,6 +110,9 @@
 #include <uslab/magazine.h>
 #include <uslab/counter.h>
 #include <uslab.h> /* twice: include guards */
+#if defined(__cplusplus) && __cplusplus >= 201703L
+#include <uslab/uslab.hpp> /* the C++ API (C++17) */
+#endif
 
 int main(void)
 {

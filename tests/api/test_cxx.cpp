@@ -251,6 +251,11 @@ void resources()
 			CHECK(m.at(i) == i * 3, "map contents");
 	}
 	CHECK(active(mapnodes.get()) == 0, "every map node back");
+	/* No upstream given (nullptr): kmalloc's serves what the cache cannot. */
+	uslab::cache_resource small("cxx-small", 16, 8, nullptr);
+	void *big = small.allocate(64, 8);
+	CHECK(uslab_owns(big) && uslab_cache_of(big) != small.get(), "nullptr upstream: kmalloc");
+	small.deallocate(big, 64, 8);
 }
 #endif
 
