@@ -121,7 +121,10 @@ def setup(h):
     p.so["uslab-nokey"] = p.so["uslab"]
     # The same library under other tunables (BENCH_MALLOC_ALT_ENV="USLAB_X=1 USLAB_Y=2"): a policy to weigh.
     p.so["uslab-alt"] = p.so["uslab"]
-    ALLOC_ENV["uslab-alt"] = dict(kv.split("=", 1) for kv in os.environ.get("BENCH_MALLOC_ALT_ENV", "").split())
+    alt = os.environ.get("BENCH_MALLOC_ALT_ENV", "").split()
+    if any("=" not in kv or kv.startswith("=") for kv in alt):
+        raise Failure(f"BENCH_MALLOC_ALT_ENV: NAME=VALUE words, not {' '.join(alt)!r}")
+    ALLOC_ENV["uslab-alt"] = dict(kv.split("=", 1) for kv in alt)
     # Another build of uslab to alternate with (a commit before a change): BENCH_MALLOC_BASE.
     if os.environ.get("BENCH_MALLOC_BASE"):
         p.so["uslab-base"] = os.environ["BENCH_MALLOC_BASE"]
