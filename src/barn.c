@@ -13,6 +13,16 @@
  * USLAB_BARN_MAX_FULL, USLAB_BARN_MAX_EMPTY). A full sheaf refused for lack
  * of room is flushed to slabs by the caller; an empty one is freed.
  *
+ * The adaptive depth. max_full starts at full_min (USLAB_BARN_MAX_FULL)
+ * and grows by one sheaf each time a thread finds no full sheaf within
+ * USLAB_SHEAF_DECAY_MS of the barn refusing one (barn_refused(),
+ * barn_missed(): objects just flushed to slabs are read back), while the
+ * full sheaves at that depth hold at most full_bytes (USLAB_BARN_MAX_MB)
+ * of objects. Once it has not grown for an interval, what it has above
+ * full_min halves per interval (shallow_locked(), from the trades'
+ * judgement or the decay monitor), the oldest full sheaves past it going
+ * to slabs. doc/design.md, "The barn's depth".
+ *
  * Lock: barn->lock (LOCK_BARN in src/lock.h) protects both
  * stacks and the counts. It is never held together with the node lock;
  * flushing happens after the sheaf has left the barn. The counts are also
@@ -65,6 +75,8 @@
 
 /* Trades between two readings of the clock (the adaptive capacity). */
 #define ADAPT_TRADES 32u
+/* The most full sheaves a grown depth holds (below USLAB_BARN_MAX_FULL's "unbounded"). */
+#define DEPTH_MOST 65536u
 
 /* The invariants of the file comment. Lock held. */
 static void barn_check(struct barn *b)
@@ -110,6 +122,10 @@ void barn_init(struct barn *b, unsigned int max_full, unsigned int max_empty)
 	b->trades = 0;
 	b->window = 0;
 	b->grows = b->shrinks = 0;
+	b->full_min = max_full;
+	b->full_grows = b->full_shrinks = 0;
+	b->full_bytes = 0; /* no growth until barn_adapt_init() */
+	b->refused_ns = b->deep_ns = 0;
 }
 
 static struct sheaf *pop_locked(struct barn *b, struct sheaf **stack, unsigned int *nr);
@@ -124,6 +140,12 @@ uint64_t barn_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The decay interval, USLAB_SHEAF_DECAY_MS, in ns. */
+static uint64_t decay_ns(void)
+{
+	return (uint64_t)usl_opt.sheaf_decay_ms * 1000000u;
 }
 
 /* The cache embedding @b (only for barns that adapt: those are in caches). */
@@ -143,6 +165,14 @@ static bool current(const struct barn *b, const struct sheaf *s)
 	return !b->capacity || s->capacity == b->capacity;
 }
 
+/* Whether @b's full sheaves stay pointers whatever their number (pool mode). */
+static bool keeps_all(struct barn *b)
+{
+	if (barn_cache(b)->flags & USLAB_POOL)
+		return true;	      /* (pools do not adapt either: lifecycle.c) */
+	return b->full_min >= 100000; /* USLAB_BARN_MAX_FULL's maximum: unbounded */
+}
+
 /*
  * barn_adapt_init - the adaptive capacity of @c, just given its base
  * capacity c->sheaf_capacity (lifecycle_create); @requested:
@@ -157,16 +187,11 @@ void barn_adapt_init(struct uslab_cache *c, unsigned int requested)
 	b->cap_max = sheaf_capacity_max(c->size, requested, c->sheaf_capacity);
 	WRITE_ONCE(b->capacity, b->cap_min);
 	b->trades = 0;
-	b->window = barn_now_ns();
+	b->window = b->deep_ns = barn_now_ns();
+	/* The depth grows from a base of at least one sheaf, up to USLAB_BARN_MAX_MB. */
+	if (!keeps_all(b) && b->full_min)
+		b->full_bytes = (uint64_t)usl_opt.barn_max_mb << 20;
 	ulock_unlock(&b->lock);
-}
-
-/* Whether @b's full sheaves stay pointers whatever their number (pool mode). */
-static bool keeps_all(struct barn *b)
-{
-	if (barn_cache(b)->flags & USLAB_POOL)
-		return true;	      /* (pools do not adapt either: lifecycle.c) */
-	return b->max_full >= 100000; /* USLAB_BARN_MAX_FULL's maximum: unbounded */
 }
 
 /*
@@ -213,6 +238,8 @@ static void resize_locked(struct barn *b, unsigned int cap, struct sheaf **out)
 	WRITE_ONCE(b->capacity, cap);
 }
 
+static void shallow_locked(struct barn *b, uint64_t now, struct sheaf **out);
+
 /*
  * Judge the trade rate since the window opened, at @now (the file
  * comment): double, or halve once per USLAB_SHEAF_DECAY_MS, then open a new
@@ -222,26 +249,109 @@ static void judge_locked(struct barn *b, uint64_t now, struct sheaf **out)
 {
 	uint64_t dt = now > b->window ? now - b->window : 0;
 	uint64_t grow_ns = (uint64_t)ADAPT_TRADES * 1000000000u / usl_opt.sheaf_grow_rate;
-	uint64_t decay_ns = (uint64_t)usl_opt.sheaf_decay_ms * 1000000u;
+	uint64_t decay = decay_ns();
 	unsigned int cap = b->capacity;
 
 	if (b->trades >= ADAPT_TRADES && dt <= grow_ns) {
 		if (cap < b->cap_max)
 			cap = sheaf_class_step(cap, true);
-	} else if (dt >= decay_ns) {
-		for (uint64_t steps = dt / decay_ns; steps-- && cap > b->cap_min;)
+	} else if (dt >= decay) {
+		for (uint64_t steps = dt / decay; steps-- && cap > b->cap_min;)
 			cap = sheaf_class_step(cap, false);
 	}
 	b->trades = 0;
 	b->window = now;
 	resize_locked(b, cap, out);
+	shallow_locked(b, now, out);
+}
+
+/* Whether the capacity or the depth is above its base (the decay monitor's work). */
+static bool grown(const struct barn *b)
+{
+	return (adaptive(b) && READ_ONCE(b->capacity) != b->cap_min) ||
+	       READ_ONCE(b->max_full) != b->full_min;
 }
 
 /* Count a trade. Under the lock. */
 static inline void trade_locked(struct barn *b, struct sheaf **out)
 {
-	if (adaptive(b) && ++b->trades >= ADAPT_TRADES)
+	if ((adaptive(b) || b->max_full != b->full_min) && ++b->trades >= ADAPT_TRADES)
 		judge_locked(b, barn_now_ns(), out);
+}
+
+/* ---------------------------------------------------- adaptive depth */
+
+/*
+ * A full sheaf was refused for lack of room (the caller flushes it to
+ * slabs): remember when, for barn_missed(). No lock (a racy store of a
+ * time is harmless).
+ */
+static void barn_refused(struct barn *b)
+{
+	if (b->full_bytes)
+		__atomic_store_n(&b->refused_ns, barn_now_ns(), __ATOMIC_RELAXED);
+}
+
+/*
+ * A thread found no full sheaf and refills from slabs. If the barn refused
+ * a full sheaf (flushed it to slabs) within the last USLAB_SHEAF_DECAY_MS,
+ * the objects now read back from slabs could have stayed in sheaves: one
+ * more sheaf of depth, while its objects fit in USLAB_BARN_MAX_MB. No lock
+ * held.
+ */
+static void barn_missed(struct barn *b)
+{
+	uint64_t refused = __atomic_load_n(&b->refused_ns, __ATOMIC_RELAXED), now, bytes;
+
+	if (!refused)
+		return;
+	now = barn_now_ns();
+	if (now > refused && now - refused > decay_ns()) {
+		__atomic_store_n(&b->refused_ns, 0, __ATOMIC_RELAXED); /* not lately */
+		return;
+	}
+	barn_lock(b);
+	bytes = (uint64_t)(b->max_full + 1) * b->capacity * barn_cache(b)->size;
+	if (bytes <= b->full_bytes && b->max_full < DEPTH_MOST) {
+		if (b->max_full == b->full_min)
+			__atomic_store_n(&barn_monitor_need, true, __ATOMIC_RELAXED); /* decay it */
+		WRITE_ONCE(b->max_full, b->max_full + 1);
+		b->full_grows++;
+	}
+	b->deep_ns = now;
+	barn_unlock(b);
+}
+
+/*
+ * The depth did not grow for USLAB_SHEAF_DECAY_MS or more: halve what it
+ * has above its base once per interval elapsed; full sheaves past the new
+ * depth (the oldest, at the bottom of the stack) go to @out to be flushed.
+ * Under the lock.
+ */
+static void shallow_locked(struct barn *b, uint64_t now, struct sheaf **out)
+{
+	unsigned int depth = b->max_full, kept = 0;
+	struct sheaf **link = &b->full, *s;
+
+	USLAB_ASSERT_HELD(&b->lock);
+	if (depth == b->full_min || now < b->deep_ns + decay_ns())
+		return;
+	for (uint64_t steps = (now - b->deep_ns) / decay_ns(); steps-- && depth > b->full_min;) {
+		depth = b->full_min + (depth - b->full_min) / 2;
+		b->full_shrinks++;
+	}
+	WRITE_ONCE(b->max_full, depth);
+	b->deep_ns = now;
+	while (*link && kept < depth) {
+		link = &(*link)->next;
+		kept++;
+	}
+	while ((s = *link)) {
+		*link = s->next;
+		WRITE_ONCE(b->nr_full, b->nr_full - 1);
+		s->next = *out;
+		*out = s;
+	}
 }
 
 static void release(struct barn *b, struct sheaf *out);
@@ -298,10 +408,10 @@ void barn_decay(struct uslab_cache *c, uint64_t now_ns)
 	struct barn *b = &c->barn;
 	struct sheaf *out = NULL;
 
-	if (!adaptive(b) || READ_ONCE(b->capacity) == b->cap_min)
+	if (!grown(b))
 		return;
 	barn_lock(b);
-	if (now_ns > b->window && now_ns - b->window >= (uint64_t)usl_opt.sheaf_decay_ms * 1000000u)
+	if (now_ns > b->window && now_ns - b->window >= decay_ns())
 		judge_locked(b, now_ns, &out);
 	barn_unlock(b);
 	release(b, out);
@@ -320,10 +430,10 @@ static void decay_one(struct uslab_cache *c, void *arg)
 {
 	struct barn *b = &c->barn;
 
-	if (!adaptive(b) || READ_ONCE(b->capacity) == b->cap_min)
+	if (!grown(b))
 		return;
 	barn_decay(c, barn_now_ns());
-	if (READ_ONCE(b->capacity) != b->cap_min)
+	if (grown(b))
 		(*(unsigned long *)arg)++;
 }
 
@@ -432,6 +542,8 @@ void barn_stats(struct uslab_cache *c, struct uslab_cache_stats *st)
 	}
 	st->events[USLAB_STAT_SHEAF_GROW] += b->grows;
 	st->events[USLAB_STAT_SHEAF_SHRINK] += b->shrinks;
+	st->events[USLAB_STAT_BARN_GROW] += b->full_grows;
+	st->events[USLAB_STAT_BARN_SHRINK] += b->full_shrinks;
 	barn_unlock(b);
 }
 
@@ -473,8 +585,10 @@ struct sheaf *barn_replace_empty(struct barn *b, struct sheaf **empty)
 {
 	struct sheaf *full, *out = NULL;
 
-	if (!READ_ONCE(b->nr_full))
+	if (!READ_ONCE(b->nr_full)) {
+		barn_missed(b);
 		return NULL;
+	}
 	barn_lock(b);
 	full = pop_locked(b, &b->full, &b->nr_full);
 	if (full) {
@@ -499,8 +613,10 @@ struct sheaf *barn_replace_full(struct barn *b, struct sheaf *full, bool *taken)
 	struct sheaf *empty = NULL, *out = NULL;
 
 	*taken = false;
-	if (READ_ONCE(b->nr_full) >= b->max_full)
+	if (READ_ONCE(b->nr_full) >= READ_ONCE(b->max_full)) {
+		barn_refused(b);
 		return NULL;
+	}
 	barn_lock(b);
 	if (push_locked(b, &b->full, &b->nr_full, b->max_full, full)) {
 		*taken = true;
@@ -510,6 +626,8 @@ struct sheaf *barn_replace_full(struct barn *b, struct sheaf *full, bool *taken)
 	}
 	barn_unlock(b);
 	release(b, out);
+	if (!*taken)
+		barn_refused(b);
 	return empty;
 }
 
@@ -569,8 +687,10 @@ void barn_drain(struct uslab_cache *c)
 	if (b->capacity) {
 		resize_locked(b, b->cap_min, &empty); /* (nothing left to take out) */
 		b->trades = 0;
-		b->window = barn_now_ns();
+		b->window = b->deep_ns = barn_now_ns();
 	}
+	WRITE_ONCE(b->max_full, b->full_min);
+	__atomic_store_n(&b->refused_ns, 0, __ATOMIC_RELAXED);
 	barn_unlock(b);
 
 	for (; full; full = next) {

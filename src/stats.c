@@ -29,6 +29,8 @@ static const char *const stat_names[USLAB_STAT_NR_ITEMS] = {
 	[USLAB_STAT_FREE_GROUP] = "free_group",
 	[USLAB_STAT_SHEAF_GROW] = "sheaf_grow",
 	[USLAB_STAT_SHEAF_SHRINK] = "sheaf_shrink",
+	[USLAB_STAT_BARN_GROW] = "barn_grow",
+	[USLAB_STAT_BARN_SHRINK] = "barn_shrink",
 };
 
 const char *uslab_stat_name(unsigned int item)

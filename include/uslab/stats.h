@@ -44,6 +44,8 @@ enum uslab_stat_item {
 	USLAB_STAT_FREE_GROUP,	       /* detached freelists handed to slabs */
 	USLAB_STAT_SHEAF_GROW,	       /* the sheaf capacity went one class up */
 	USLAB_STAT_SHEAF_SHRINK,       /* ... or one class down */
+	USLAB_STAT_BARN_GROW,	       /* the barn's depth went one full sheaf up */
+	USLAB_STAT_BARN_SHRINK,	       /* ... or was halved towards USLAB_BARN_MAX_FULL */
 	USLAB_STAT_NR_ITEMS
 };
 

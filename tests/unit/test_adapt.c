@@ -30,6 +30,14 @@
  *                  succeeds (no object lost in a sheaf), none twice.
  *   pinned         uslab_cache_args.sheaf_capacity and USLAB_SHEAF_CAPACITY
  *                  pin the capacity: the same traffic leaves it as it was.
+ *   depth          the barn's adaptive depth: one thread frees DEPTH_N
+ *                  stamped objects and allocates them back, three times;
+ *                  the depth grows past USLAB_BARN_MAX_FULL (the last free
+ *                  leaves the objects in full sheaves), every object is
+ *                  handed out once and keeps its stamp. Idle, the decay
+ *                  monitor brings the depth back to its base, flushing the
+ *                  excess (none lost). Freeing without allocating back
+ *                  grows nothing; USLAB_BARN_MAX_MB=0 grows nothing.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -519,6 +527,115 @@ static void pinned(void)
 	finish(c);
 }
 
+#define DEPTH_N 40000
+
+static int cmp_ptr(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t) * (void *const *)a, y = (uintptr_t) * (void *const *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Allocate DEPTH_N objects into @h, stamped with their index; none twice. */
+static void depth_alloc(struct uslab_cache *c, void **h)
+{
+	void **sorted = malloc(DEPTH_N * sizeof(void *));
+
+	CHECK(sorted, "malloc");
+	for (size_t i = 0; i < DEPTH_N; i += BURST)
+		CHECK(uslab_cache_alloc_bulk(c, BURST, h + i) == BURST, "alloc_bulk at %zu", i);
+	for (size_t i = 0; i < DEPTH_N; i++) {
+		((struct obj *)h[i])->magic = MAGIC;
+		((struct obj *)h[i])->id = i;
+	}
+	memcpy(sorted, h, DEPTH_N * sizeof(void *));
+	qsort(sorted, DEPTH_N, sizeof(void *), cmp_ptr);
+	for (size_t i = 1; i < DEPTH_N; i++)
+		CHECK(sorted[i] != sorted[i - 1], "object %p handed out twice", sorted[i]);
+	free(sorted);
+}
+
+/* Check the stamps of @h and free them all. */
+static void depth_free(struct uslab_cache *c, void **h)
+{
+	for (size_t i = 0; i < DEPTH_N; i++) {
+		struct obj *o = h[i];
+
+		CHECK(o->magic == MAGIC && o->id == i, "object %zu: stamp %#llx id %llu", i,
+		      (unsigned long long)o->magic, (unsigned long long)o->id);
+		o->magic = 0;
+	}
+	for (size_t i = 0; i < DEPTH_N; i += BURST)
+		uslab_cache_free_bulk(c, BURST, h + i);
+}
+
+static void depth(void)
+{
+	struct uslab_cache *c = uslab_cache_create("adapt-depth", OBJ_SIZE, NULL, 0);
+	void **h = malloc(DEPTH_N * sizeof(void *));
+	unsigned int base = usl_opt.barn_max_full, ms = usl_opt.sheaf_decay_ms;
+	struct uslab_cache_stats st;
+	unsigned long held;
+	uint64_t t0;
+
+	_Static_assert(DEPTH_N % BURST == 0, "whole bursts");
+	CHECK(c && h && c->barn.max_full == base && c->barn.full_min == base, "create");
+	/* Freed, never allocated back: the barn refused sheaves, but nothing missed them. */
+	depth_alloc(c, h);
+	depth_free(c, h);
+	CHECK(READ_ONCE(c->barn.max_full) == base, "freed only: depth %u", c->barn.max_full);
+	for (int round = 0; round < 3; round++) {
+		depth_alloc(c, h);
+		depth_free(c, h);
+	}
+	held = barn_objects(c);
+	printf("  %d objects freed and allocated back: depth %u (base %u), the barn holds %lu\n",
+	       DEPTH_N, READ_ONCE(c->barn.max_full), base, held);
+	CHECK(READ_ONCE(c->barn.max_full) > base && held > (unsigned long)base * 1022,
+	      "depth %u, barn holds %lu objects", READ_ONCE(c->barn.max_full), held);
+	st = stats(c);
+	CHECK(st.active_objs >= held, "active %lu, barn %lu", st.active_objs, held);
+	/* One step per sheaf of depth (more if it also halved meanwhile). */
+	CHECK(st.events[USLAB_STAT_BARN_GROW] >= READ_ONCE(c->barn.max_full) - base,
+	      "grow steps %llu, depth %u", (unsigned long long)st.events[USLAB_STAT_BARN_GROW],
+	      READ_ONCE(c->barn.max_full));
+
+	/* Idle: the monitor halves the depth to its base; the excess goes back to slabs. */
+	t0 = barn_now_ns();
+	while (READ_ONCE(c->barn.max_full) != base && barn_now_ns() - t0 < 40ull * ms * 1000000u)
+		nanosleep(&(struct timespec){ 0, 2000000 }, NULL);
+	CHECK(READ_ONCE(c->barn.max_full) == base, "depth %u after %u ms idle",
+	      READ_ONCE(c->barn.max_full), 40 * ms);
+	held = barn_objects(c);
+	CHECK(held <= (unsigned long)base * 1022, "the barn keeps %lu objects", held);
+	st = stats(c);
+	CHECK(st.events[USLAB_STAT_BARN_SHRINK] >= 1 && st.active_objs >= held,
+	      "shrink steps %llu, active %lu, barn %lu",
+	      (unsigned long long)st.events[USLAB_STAT_BARN_SHRINK], st.active_objs, held);
+	finish(c);
+
+	/* USLAB_BARN_MAX_MB=0: the depth is USLAB_BARN_MAX_FULL. */
+	usl_opt.barn_max_mb = 0;
+	c = uslab_cache_create("adapt-depth-0", OBJ_SIZE, NULL, 0);
+	usl_opt.barn_max_mb = 1024;
+	CHECK(c, "create");
+	depth_alloc(c, h);
+	for (int round = 0; round < 3; round++) {
+		depth_free(c, h);
+		depth_alloc(c, h);
+	}
+	CHECK(READ_ONCE(c->barn.max_full) == base && !c->barn.full_grows, "pinned: depth %u",
+	      READ_ONCE(c->barn.max_full));
+	depth_free(c, h);
+	finish(c);
+	free(h);
+	/* Nothing grown: the monitor exits after its next pass. */
+	t0 = barn_now_ns();
+	while (barn_monitor_running() && barn_now_ns() - t0 < 40ull * ms * 1000000u)
+		nanosleep(&(struct timespec){ 0, 2000000 }, NULL);
+	CHECK(!barn_monitor_running(), "the monitor exited");
+}
+
 int main(void)
 {
 	/* uslab's options are read at the first call; then the test's own. */
@@ -528,6 +645,7 @@ int main(void)
 	RUN(decay_monitor);
 	RUN(decay_idle);
 	RUN(decay_after_last_call);
+	RUN(depth);
 	/* (The monitor exited: nobody reads the options now.) */
 	CHECK(!barn_monitor_running(), "no monitor");
 	usl_opt.sheaf_decay_ms = 2000; /* no decay in the middle of a run */
