@@ -2307,6 +2307,7 @@ static void op_malloc(struct src *s)
 	case 3:
 	case 4: { /* realloc: of a live malloc object (grow, shrink, to 0), or of NULL */
 		int i = pick_live(s, is_malloc, 0);
+		char what[96]; /* said before the realloc: no use of the old pointer after it */
 		struct obj o;
 		void *q;
 
@@ -2320,8 +2321,9 @@ static void op_malloc(struct src *s)
 			size = 0;
 		else if (chance(s, 30))
 			size = 1 + pick(s, (uint32_t)o.size);
+		snprintf(what, sizeof(what), "%s", obj_what(&o));
 		q = realloc(o.p, size);
-		note("realloc %s to %zu -> %p", obj_what(&o), size, q);
+		note("realloc %s to %zu -> %p", what, size, q);
 		if (!size) {
 			ENSURE(!q, "realloc(p, 0): %p, want NULL (p freed)", q);
 			o = live_take((unsigned int)i);
@@ -2333,8 +2335,8 @@ static void op_malloc(struct src *s)
 			size_t keep = o.size < size ? o.size : size;
 			size_t bad = stamp_bad(q, o.size, o.tag, o.nofirst ? 8 : 0, keep, 0);
 
-			ENSURE(bad == SIZE_MAX, "realloc of %s to %zu: byte %zu not kept",
-			       obj_what(&o), size, bad);
+			ENSURE(bad == SIZE_MAX, "realloc of %s to %zu: byte %zu not kept", what,
+			       size, bad);
 		}
 		o = live_take((unsigned int)i);
 		if (q != o.p)
