@@ -423,7 +423,7 @@ static struct {
 	pthread_mutex_t lock; /* running, retry_ns; a leaf: no uslab lock taken under it */
 	bool running;	      /* also read without the lock (barn_kick) */
 	uint64_t retry_ns;    /* a start that failed is retried after */
-} M = { .lock = PTHREAD_MUTEX_INITIALIZER };
+} monitor = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* One cache of the monitor's pass (under caches_lock): decay it; count it if still grown. */
 static void decay_one(struct uslab_cache *c, void *arg)
@@ -450,13 +450,13 @@ static void *monitor_main(void *arg)
 		gp_kick(); /* a flush may have deferred slabs (TYPESAFE_BY_RCU) */
 		if (grown)
 			continue;
-		pthread_mutex_lock(&M.lock);
+		pthread_mutex_lock(&monitor.lock);
 		if (!__atomic_exchange_n(&barn_monitor_need, false, __ATOMIC_RELAXED)) {
-			__atomic_store_n(&M.running, false, __ATOMIC_RELEASE);
-			pthread_mutex_unlock(&M.lock);
+			__atomic_store_n(&monitor.running, false, __ATOMIC_RELEASE);
+			pthread_mutex_unlock(&monitor.lock);
 			return NULL;
 		}
-		pthread_mutex_unlock(&M.lock); /* a cache grew meanwhile */
+		pthread_mutex_unlock(&monitor.lock); /* a cache grew meanwhile */
 	}
 }
 
@@ -469,21 +469,21 @@ static void *monitor_main(void *arg)
  */
 void barn_monitor_fork_child(void)
 {
-	pthread_mutex_unlock(&M.lock); /* the forking thread's, from the prepare below */
+	pthread_mutex_unlock(&monitor.lock); /* the forking thread's, from the prepare below */
 	__atomic_store_n(&barn_monitor_need, false, __ATOMIC_RELAXED);
-	M.running = false;
-	M.retry_ns = 0;
+	monitor.running = false;
+	monitor.retry_ns = 0;
 }
 
 /* A leaf: init.c's fork handler takes it last, after every ranked lock. */
 void barn_monitor_fork_prepare(void)
 {
-	pthread_mutex_lock(&M.lock);
+	pthread_mutex_lock(&monitor.lock);
 }
 
 void barn_monitor_fork_parent(void)
 {
-	pthread_mutex_unlock(&M.lock);
+	pthread_mutex_unlock(&monitor.lock);
 }
 
 /*
@@ -497,29 +497,29 @@ void barn_monitor_start(void)
 	uint64_t now = barn_now_ns();
 	int err;
 
-	pthread_mutex_lock(&M.lock);
-	if (M.running || now < M.retry_ns ||
+	pthread_mutex_lock(&monitor.lock);
+	if (monitor.running || now < monitor.retry_ns ||
 	    !__atomic_exchange_n(&barn_monitor_need, false, __ATOMIC_RELAXED)) {
-		pthread_mutex_unlock(&M.lock);
+		pthread_mutex_unlock(&monitor.lock);
 		return;
 	}
-	__atomic_store_n(&M.running, true, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&M.lock);
+	__atomic_store_n(&monitor.running, true, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&monitor.lock);
 
 	err = usl_thread_detached(monitor_main);
 	if (err) {
-		pthread_mutex_lock(&M.lock);
-		__atomic_store_n(&M.running, false, __ATOMIC_RELAXED);
+		pthread_mutex_lock(&monitor.lock);
+		__atomic_store_n(&monitor.running, false, __ATOMIC_RELAXED);
 		__atomic_store_n(&barn_monitor_need, true, __ATOMIC_RELAXED);
-		M.retry_ns = now + 100000000u; /* 100 ms */
-		pthread_mutex_unlock(&M.lock);
+		monitor.retry_ns = now + 100000000u; /* 100 ms */
+		pthread_mutex_unlock(&monitor.lock);
 	}
 }
 
 /* Whether the decay monitor runs (tests). */
 bool barn_monitor_running(void)
 {
-	return __atomic_load_n(&M.running, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&monitor.running, __ATOMIC_ACQUIRE);
 }
 
 /*

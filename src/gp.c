@@ -74,7 +74,7 @@ static struct {
 	atomic_bool sleeping;
 	atomic_bool urgent;
 	atomic_ulong slabs_deferred, slabs_released;
-} G = {
+} gp_state = {
 	.round_lock = PTHREAD_MUTEX_INITIALIZER,
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.done = PTHREAD_COND_INITIALIZER,
@@ -82,7 +82,7 @@ static struct {
 
 const struct rcu_flavor_struct *gp_flavor(void)
 {
-	const struct rcu_flavor_struct *f = __atomic_load_n(&G.flavor, __ATOMIC_ACQUIRE);
+	const struct rcu_flavor_struct *f = __atomic_load_n(&gp_state.flavor, __ATOMIC_ACQUIRE);
 
 	return f ? f : &urcu_memb_flavor;
 }
@@ -91,18 +91,18 @@ int gp_set_flavor(const struct rcu_flavor_struct *f)
 {
 	int ret = 0;
 
-	mutex_lock_ranked(&G.lock, LOCK_GP);
-	if (atomic_load(&G.used) && gp_flavor() != f)
+	mutex_lock_ranked(&gp_state.lock, LOCK_GP);
+	if (atomic_load(&gp_state.used) && gp_flavor() != f)
 		ret = -EBUSY;
 	else
-		__atomic_store_n(&G.flavor, f, __ATOMIC_RELEASE);
-	mutex_unlock_ranked(&G.lock, LOCK_GP);
+		__atomic_store_n(&gp_state.flavor, f, __ATOMIC_RELEASE);
+	mutex_unlock_ranked(&gp_state.lock, LOCK_GP);
 	return ret;
 }
 
 void gp_set_client(const struct gp_client *client)
 {
-	__atomic_store_n(&G.client, client, __ATOMIC_RELEASE);
+	__atomic_store_n(&gp_state.client, client, __ATOMIC_RELEASE);
 }
 
 bool gp_read_ongoing(void)
@@ -139,10 +139,10 @@ static uint64_t now_ms(void)
  */
 void gp_wake(void)
 {
-	atomic_store(&G.urgent, true);
-	atomic_fetch_add(&G.wake_seq, 1);
-	if (atomic_load(&G.sleeping))
-		syscall(SYS_futex, &G.wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	atomic_store(&gp_state.urgent, true);
+	atomic_fetch_add(&gp_state.wake_seq, 1);
+	if (atomic_load(&gp_state.sleeping))
+		syscall(SYS_futex, &gp_state.wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
 /*
@@ -157,11 +157,11 @@ static void monitor_sleep(uint64_t ms)
 	struct timespec ts = { .tv_sec = (time_t)(ms / 1000),
 			       .tv_nsec = (long)(ms % 1000) * 1000000 };
 
-	atomic_store(&G.sleeping, true);
-	seq = atomic_load(&G.wake_seq);
-	if (!atomic_load(&G.urgent))
-		syscall(SYS_futex, &G.wake_seq, FUTEX_WAIT_PRIVATE, seq, &ts, NULL, 0);
-	atomic_store(&G.sleeping, false);
+	atomic_store(&gp_state.sleeping, true);
+	seq = atomic_load(&gp_state.wake_seq);
+	if (!atomic_load(&gp_state.urgent))
+		syscall(SYS_futex, &gp_state.wake_seq, FUTEX_WAIT_PRIVATE, seq, &ts, NULL, 0);
+	atomic_store(&gp_state.sleeping, false);
 }
 
 /* ------------------------------------------------------------ rounds */
@@ -172,19 +172,19 @@ static void monitor_sleep(uint64_t ms)
  */
 static void gp_round(bool scan, bool all)
 {
-	const struct gp_client *cl = __atomic_load_n(&G.client, __ATOMIC_ACQUIRE);
+	const struct gp_client *cl = __atomic_load_n(&gp_state.client, __ATOMIC_ACQUIRE);
 	void *batch;
 	struct slab *slabs;
 
-	USLAB_ASSERT(mutex_owned(&G.round_lock, LOCK_GP_ROUND) && lockdep_depth() == 1);
+	USLAB_ASSERT(mutex_owned(&gp_state.round_lock, LOCK_GP_ROUND) && lockdep_depth() == 1);
 	batch = cl ? cl->gather(scan, all) : NULL;
-	slabs = atomic_exchange(&G.slabq, NULL);
+	slabs = atomic_exchange(&gp_state.slabq, NULL);
 
 	if (batch || slabs) {
 		gp_synchronize();
 		if (batch)
 			cl->drain(batch);
-		atomic_fetch_add(&G.slabs_released, cache_release_slabs_now(slabs));
+		atomic_fetch_add(&gp_state.slabs_released, cache_release_slabs_now(slabs));
 	}
 	if (all && cl)
 		cl->after_barrier();
@@ -202,35 +202,35 @@ static void *monitor_main(void *arg)
 		uint64_t now = now_ms(), target;
 		bool barrier, scan;
 
-		cl = __atomic_load_n(&G.client, __ATOMIC_ACQUIRE);
+		cl = __atomic_load_n(&gp_state.client, __ATOMIC_ACQUIRE);
 		/* Between rounds the monitor holds no lock (idle runs outside round_lock). */
 		USLAB_ASSERT(!lockdep_depth());
 		if (cl && idle)
 			cl->idle(); /* at start and after each round */
 		idle = false;
-		mutex_lock_ranked(&G.lock, LOCK_GP);
-		target = G.barrier_req;
-		barrier = target != G.barrier_done;
-		mutex_unlock_ranked(&G.lock, LOCK_GP);
-		if (!barrier && now < next_scan && !atomic_exchange(&G.urgent, false)) {
+		mutex_lock_ranked(&gp_state.lock, LOCK_GP);
+		target = gp_state.barrier_req;
+		barrier = target != gp_state.barrier_done;
+		mutex_unlock_ranked(&gp_state.lock, LOCK_GP);
+		if (!barrier && now < next_scan && !atomic_exchange(&gp_state.urgent, false)) {
 			monitor_sleep(next_scan - now);
 			continue;
 		}
 		scan = barrier || now >= next_scan;
 		if (scan)
 			next_scan = now + usl_opt.rcu_drain_ms;
-		mutex_lock_ranked(&G.round_lock, LOCK_GP_ROUND);
+		mutex_lock_ranked(&gp_state.round_lock, LOCK_GP_ROUND);
 		gp_round(scan, barrier);
-		mutex_unlock_ranked(&G.round_lock, LOCK_GP_ROUND);
+		mutex_unlock_ranked(&gp_state.round_lock, LOCK_GP_ROUND);
 		idle = true;
-		mutex_lock_ranked(&G.lock, LOCK_GP);
+		mutex_lock_ranked(&gp_state.lock, LOCK_GP);
 		/* Generations only grow; a barrier round completes the one it read. */
-		USLAB_ASSERT(G.barrier_done <= target && target <= G.barrier_req);
+		USLAB_ASSERT(gp_state.barrier_done <= target && target <= gp_state.barrier_req);
 		if (barrier)
-			G.barrier_done = target;
-		if (barrier || G.waiters)
-			pthread_cond_broadcast(&G.done);
-		mutex_unlock_ranked(&G.lock, LOCK_GP);
+			gp_state.barrier_done = target;
+		if (barrier || gp_state.waiters)
+			pthread_cond_broadcast(&gp_state.done);
+		mutex_unlock_ranked(&gp_state.lock, LOCK_GP);
 	}
 	return NULL;
 }
@@ -248,11 +248,11 @@ static void *monitor_main(void *arg)
  */
 int gp_start(void)
 {
-	atomic_store(&G.used, true);
+	atomic_store(&gp_state.used, true);
 	return gp_prestart();
 }
 
-/* This thread is in pthread_create() for the monitor (under G.lock). */
+/* This thread is in pthread_create() for the monitor (under gp_state.lock). */
 static __thread bool tls_creating;
 
 int gp_prestart(void)
@@ -262,25 +262,25 @@ int gp_prestart(void)
 	if (tls_creating)
 		return -1;		   /* a malloc of pthread_create() freeing through uslab */
 	USLAB_ASSERT(NO_LOCK_BUT_ROUND()); /* Context: gp_start() */
-	mutex_lock_ranked(&G.lock, LOCK_GP);
-	if (!G.started) {
+	mutex_lock_ranked(&gp_state.lock, LOCK_GP);
+	if (!gp_state.started) {
 		uint64_t now = now_ms();
 
 		ret = -1;
-		if (now >= G.retry_ms) {
+		if (now >= gp_state.retry_ms) {
 			/* It may allocate, with libuslab-malloc.so through uslab. */
 			tls_creating = true;
 			ret = usl_thread_detached(monitor_main) ? -1 : 0;
 			tls_creating = false;
 			if (!ret) {
-				G.started = true;
-				atomic_store(&G.start_needed, false);
+				gp_state.started = true;
+				atomic_store(&gp_state.start_needed, false);
 			} else {
-				G.retry_ms = now + GP_RETRY_MS;
+				gp_state.retry_ms = now + GP_RETRY_MS;
 			}
 		}
 	}
-	mutex_unlock_ranked(&G.lock, LOCK_GP);
+	mutex_unlock_ranked(&gp_state.lock, LOCK_GP);
 	return ret;
 }
 
@@ -288,19 +288,19 @@ int gp_prestart(void)
 void gp_kick(void)
 {
 	USLAB_ASSERT(NO_LOCK_BUT_ROUND());
-	if (unlikely(atomic_load_explicit(&G.start_needed, memory_order_relaxed)))
+	if (unlikely(atomic_load_explicit(&gp_state.start_needed, memory_order_relaxed)))
 		gp_start();
 }
 
 /* Note that work waits for a monitor (fork child, a front end without one). */
 void gp_need_start(void)
 {
-	atomic_store(&G.start_needed, true);
+	atomic_store(&gp_state.start_needed, true);
 }
 
 bool gp_used(void)
 {
-	return atomic_load(&G.used);
+	return atomic_load(&gp_state.used);
 }
 
 /* ----------------------------------------------------------- clients */
@@ -323,15 +323,15 @@ void gp_defer_slabs(struct slab *list)
 		USLAB_ASSERT(tail->state == SLAB_FREE && tail->cache);
 		k++;
 	}
-	atomic_fetch_add_explicit(&G.slabs_deferred, k, memory_order_relaxed);
-	atomic_store(&G.used, true);
-	head = atomic_load_explicit(&G.slabq, memory_order_relaxed);
+	atomic_fetch_add_explicit(&gp_state.slabs_deferred, k, memory_order_relaxed);
+	atomic_store(&gp_state.used, true);
+	head = atomic_load_explicit(&gp_state.slabq, memory_order_relaxed);
 	do
 		tail->next = head;
-	while (!atomic_compare_exchange_weak_explicit(&G.slabq, &head, list, memory_order_release,
-						      memory_order_relaxed));
-	if (!__atomic_load_n(&G.started, __ATOMIC_ACQUIRE))
-		atomic_store(&G.start_needed, true);
+	while (!atomic_compare_exchange_weak_explicit(&gp_state.slabq, &head, list,
+						      memory_order_release, memory_order_relaxed));
+	if (!__atomic_load_n(&gp_state.started, __ATOMIC_ACQUIRE))
+		atomic_store(&gp_state.start_needed, true);
 }
 
 /*
@@ -348,20 +348,20 @@ void gp_barrier(void)
 	USLAB_ASSERT(!lockdep_depth() && !gp_read_ongoing()); /* Context: the comment */
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
 	if (gp_start()) {
-		mutex_lock_ranked(&G.round_lock, LOCK_GP_ROUND);
+		mutex_lock_ranked(&gp_state.round_lock, LOCK_GP_ROUND);
 		gp_round(true, true);
-		mutex_unlock_ranked(&G.round_lock, LOCK_GP_ROUND);
+		mutex_unlock_ranked(&gp_state.round_lock, LOCK_GP_ROUND);
 	} else {
 		uint64_t my;
 
-		mutex_lock_ranked(&G.lock, LOCK_GP);
-		my = ++G.barrier_req;
+		mutex_lock_ranked(&gp_state.lock, LOCK_GP);
+		my = ++gp_state.barrier_req;
 		gp_wake();
-		while (G.barrier_done < my) {
-			pthread_cond_wait(&G.done, &G.lock);
-			USLAB_ASSERT(G.barrier_done <= G.barrier_req);
+		while (gp_state.barrier_done < my) {
+			pthread_cond_wait(&gp_state.done, &gp_state.lock);
+			USLAB_ASSERT(gp_state.barrier_done <= gp_state.barrier_req);
 		}
-		mutex_unlock_ranked(&G.lock, LOCK_GP);
+		mutex_unlock_ranked(&gp_state.lock, LOCK_GP);
 	}
 	pthread_setcancelstate(old, NULL);
 }
@@ -377,22 +377,22 @@ void gp_wait_until(bool (*cond)(void))
 
 	USLAB_ASSERT(!lockdep_depth()); /* Context: no uslab lock held */
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
-	mutex_lock_ranked(&G.lock, LOCK_GP);
-	G.waiters++;
-	while (G.started && !cond()) {
+	mutex_lock_ranked(&gp_state.lock, LOCK_GP);
+	gp_state.waiters++;
+	while (gp_state.started && !cond()) {
 		gp_wake();
-		pthread_cond_wait(&G.done, &G.lock);
+		pthread_cond_wait(&gp_state.done, &gp_state.lock);
 	}
-	USLAB_ASSERT(G.waiters);
-	G.waiters--;
-	mutex_unlock_ranked(&G.lock, LOCK_GP);
+	USLAB_ASSERT(gp_state.waiters);
+	gp_state.waiters--;
+	mutex_unlock_ranked(&gp_state.lock, LOCK_GP);
 	pthread_setcancelstate(old, NULL);
 }
 
 void gp_stats(uint64_t *deferred, uint64_t *released)
 {
-	*deferred = atomic_load(&G.slabs_deferred);
-	*released = atomic_load(&G.slabs_released);
+	*deferred = atomic_load(&gp_state.slabs_deferred);
+	*released = atomic_load(&gp_state.slabs_released);
 }
 
 /* -------------------------------------------------------------- fork */
@@ -400,24 +400,24 @@ void gp_stats(uint64_t *deferred, uint64_t *released)
 /* First of all: waits for the monitor's round (grace period and release). */
 void gp_fork_prepare(void)
 {
-	mutex_lock_ranked(&G.round_lock, LOCK_GP_ROUND);
+	mutex_lock_ranked(&gp_state.round_lock, LOCK_GP_ROUND);
 }
 
 /* After caches_lock. */
 void gp_fork_prepare_late(void)
 {
-	USLAB_ASSERT(mutex_owned(&G.round_lock, LOCK_GP_ROUND) && lockdep_held(LOCK_CACHES));
-	mutex_lock_ranked(&G.lock, LOCK_GP);
+	USLAB_ASSERT(mutex_owned(&gp_state.round_lock, LOCK_GP_ROUND) && lockdep_held(LOCK_CACHES));
+	mutex_lock_ranked(&gp_state.lock, LOCK_GP);
 }
 
 void gp_fork_parent(void)
 {
-	mutex_unlock_ranked(&G.lock, LOCK_GP);
+	mutex_unlock_ranked(&gp_state.lock, LOCK_GP);
 }
 
 void gp_fork_parent_early(void)
 {
-	mutex_unlock_ranked(&G.round_lock, LOCK_GP_ROUND);
+	mutex_unlock_ranked(&gp_state.round_lock, LOCK_GP_ROUND);
 }
 
 /*
@@ -432,17 +432,17 @@ void gp_fork_child(void)
 	 * The forking thread took both in gp_fork_prepare*(): it releases
 	 * them (lockdep forgot them already). Re-initialised instead, a held
 	 * mutex is undefined behaviour; ThreadSanitizer reported the child's
-	 * monitor taking G.lock as a double lock. No thread waits on done.
+	 * monitor taking gp_state.lock as a double lock. No thread waits on done.
 	 */
-	pthread_mutex_unlock(&G.lock);
-	pthread_mutex_unlock(&G.round_lock);
-	pthread_cond_init(&G.done, NULL);
-	G.started = false;
-	G.retry_ms = 0;
-	G.waiters = 0;
-	G.barrier_done = G.barrier_req;
-	atomic_store(&G.sleeping, false);
-	atomic_store(&G.urgent, false);
-	if (atomic_load(&G.slabq))
-		atomic_store(&G.start_needed, true);
+	pthread_mutex_unlock(&gp_state.lock);
+	pthread_mutex_unlock(&gp_state.round_lock);
+	pthread_cond_init(&gp_state.done, NULL);
+	gp_state.started = false;
+	gp_state.retry_ms = 0;
+	gp_state.waiters = 0;
+	gp_state.barrier_done = gp_state.barrier_req;
+	atomic_store(&gp_state.sleeping, false);
+	atomic_store(&gp_state.urgent, false);
+	if (atomic_load(&gp_state.slabq))
+		atomic_store(&gp_state.start_needed, true);
 }

@@ -99,7 +99,7 @@ _Static_assert(sizeof(struct rcu_block) == 24, "block header: 509 pointers");
 /* Per thread. The monitor reads @cur of every listed thread. */
 struct rcu_tls {
 	struct rcu_block *cur;	/* block being filled; owner writes */
-	struct list_node link;	/* on R.threads (under list_lock) */
+	struct list_node link;	/* on rcu_state.threads (under list_lock) */
 	bool listed;		/* on it: owner reads, written under list_lock */
 	bool exited;		/* its key destructor ran */
 	struct rcu_block *seen; /* monitor: cur at its last scan */
@@ -127,9 +127,9 @@ static struct {
 	struct rcu_head *hq; /* emergency list */
 	unsigned long nhq;
 	struct rcu_block *orphan; /* frees of exited threads */
-} R = {
+} rcu_state = {
 	.list_lock = ULOCK_INIT_RANK(LOCK_RCU_LIST),
-	.threads = LIST_HEAD_INIT(R.threads),
+	.threads = LIST_HEAD_INIT(rcu_state.threads),
 	.pool_lock = ULOCK_INIT_RANK(LOCK_RCU_POOL),
 	.hq_lock = ULOCK_INIT_RANK(LOCK_RCU_HQ),
 };
@@ -150,8 +150,8 @@ int rcu_fault_inject;
 /* Counters: relaxed atomics, bumped once per slow path or per batch. */
 static struct {
 	atomic_ulong queued, freed, batches, blocks, emergency, sync, reserve, leaked, throttled;
-} S;
-#define rstat(f, v) atomic_fetch_add_explicit(&S.f, (v), memory_order_relaxed)
+} rcu_stats;
+#define rstat(f, v) atomic_fetch_add_explicit(&rcu_stats.f, (v), memory_order_relaxed)
 
 /* ------------------------------------------------------------ blocks */
 
@@ -184,14 +184,14 @@ enum block_src {
 /* The pool: npool blocks (the list walked at check level 2), at most RCU_POOL_MAX. */
 static void pool_check(void)
 {
-	USLAB_ASSERT_HELD(&R.pool_lock);
-	USLAB_ASSERT(R.npool <= RCU_POOL_MAX && !R.pool == !R.npool);
+	USLAB_ASSERT_HELD(&rcu_state.pool_lock);
+	USLAB_ASSERT(rcu_state.npool <= RCU_POOL_MAX && !rcu_state.pool == !rcu_state.npool);
 #if USLAB_EXPENSIVE
 	unsigned int k = 0;
 
-	for (struct rcu_block *b = R.pool; b; b = b->next)
+	for (struct rcu_block *b = rcu_state.pool; b; b = b->next)
 		k++;
-	USLAB_ASSERT_EXPENSIVE(k == R.npool);
+	USLAB_ASSERT_EXPENSIVE(k == rcu_state.npool);
 #endif
 }
 
@@ -202,15 +202,15 @@ static struct rcu_block *block_get(enum block_src src)
 
 	if (fault_injected() && src != FROM_RESERVE)
 		floor = UINT32_MAX;
-	ulock_lock(&R.pool_lock);
+	ulock_lock(&rcu_state.pool_lock);
 	pool_check();
-	if (R.npool > floor && R.npool != 0) {
-		b = R.pool;
-		R.pool = b->next;
-		R.npool--;
+	if (rcu_state.npool > floor && rcu_state.npool != 0) {
+		b = rcu_state.pool;
+		rcu_state.pool = b->next;
+		rcu_state.npool--;
 	}
-	ulock_unlock(&R.pool_lock);
-	if (!b && src == FROM_POOL && !atomic_exchange(&R.pool_low, 1))
+	ulock_unlock(&rcu_state.pool_lock);
+	if (!b && src == FROM_POOL && !atomic_exchange(&rcu_state.pool_low, 1))
 		gp_wake(); /* uslab_free_rcu_head() allocates nothing: ask */
 	if (!b && src == FROM_POOL_OR_NEW)
 		b = block_new();
@@ -221,15 +221,15 @@ static struct rcu_block *block_get(enum block_src src)
 
 static void block_put(struct rcu_block *b)
 {
-	ulock_lock(&R.pool_lock);
-	if (R.npool < RCU_POOL_MAX) {
-		b->next = R.pool;
-		R.pool = b;
-		R.npool++;
+	ulock_lock(&rcu_state.pool_lock);
+	if (rcu_state.npool < RCU_POOL_MAX) {
+		b->next = rcu_state.pool;
+		rcu_state.pool = b;
+		rcu_state.npool++;
 		b = NULL;
 	}
 	pool_check();
-	ulock_unlock(&R.pool_lock);
+	ulock_unlock(&rcu_state.pool_lock);
 	if (b)
 		cache_free_direct(&block_cache, b);
 }
@@ -240,15 +240,15 @@ static void pool_fill(void)
 	for (;;) {
 		struct rcu_block *b;
 
-		ulock_lock(&R.pool_lock);
-		b = R.npool < RCU_POOL_FILL ? block_new() : NULL;
+		ulock_lock(&rcu_state.pool_lock);
+		b = rcu_state.npool < RCU_POOL_FILL ? block_new() : NULL;
 		if (b) {
-			b->next = R.pool;
-			R.pool = b;
-			R.npool++;
+			b->next = rcu_state.pool;
+			rcu_state.pool = b;
+			rcu_state.npool++;
 		}
 		pool_check();
-		ulock_unlock(&R.pool_lock);
+		ulock_unlock(&rcu_state.pool_lock);
 		if (!b)
 			break;
 	}
@@ -260,7 +260,7 @@ static void pool_fill(void)
 static void block_publish(struct rcu_block *b)
 {
 	uint32_t old = __atomic_exchange_n(&b->taken, TAKEN_ALL, __ATOMIC_ACQ_REL);
-	struct rcu_block *head = atomic_load_explicit(&R.queue, memory_order_relaxed);
+	struct rcu_block *head = atomic_load_explicit(&rcu_state.queue, memory_order_relaxed);
 
 	/* Published once; the monitor claimed [0, old) of its n entries. */
 	USLAB_ASSERT(old != TAKEN_ALL && old <= __atomic_load_n(&b->n, __ATOMIC_RELAXED));
@@ -268,12 +268,12 @@ static void block_publish(struct rcu_block *b)
 	b->start = old;
 	rstat(queued, __atomic_load_n(&b->n, __ATOMIC_RELAXED) - old);
 	/* Counted before it is visible: the monitor may free it before we return. */
-	atomic_fetch_add_explicit(&R.inflight, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&rcu_state.inflight, 1, memory_order_relaxed);
 	do
 		b->next = head;
-	while (!atomic_compare_exchange_weak_explicit(&R.queue, &head, b, memory_order_release,
-						      memory_order_relaxed));
-	if (atomic_fetch_add(&R.queued_blocks, 1) + 1 >= usl_opt.rcu_batch_blocks)
+	while (!atomic_compare_exchange_weak_explicit(&rcu_state.queue, &head, b,
+						      memory_order_release, memory_order_relaxed));
+	if (atomic_fetch_add(&rcu_state.queued_blocks, 1) + 1 >= usl_opt.rcu_batch_blocks)
 		gp_wake();
 }
 
@@ -335,7 +335,7 @@ static void drain_batch(struct rcu_block *batch, unsigned long nb)
 	}
 	/* Every block of the batch is counted in flight since it was queued. */
 	USLAB_ASSERT(k == nb);
-	was = atomic_fetch_sub(&R.inflight, nb); /* gp.c wakes throttled threads */
+	was = atomic_fetch_sub(&rcu_state.inflight, nb); /* gp.c wakes throttled threads */
 	USLAB_ASSERT(was >= nb);
 	(void)was;
 }
@@ -350,7 +350,7 @@ static struct rcu_block *steal(struct rcu_tls *t, bool all)
 	struct rcu_block *b = __atomic_load_n(&t->cur, __ATOMIC_ACQUIRE), *dst;
 	uint32_t tk, n;
 
-	USLAB_ASSERT_HELD(&R.list_lock);
+	USLAB_ASSERT_HELD(&rcu_state.list_lock);
 	USLAB_ASSERT(t->listed && !t->exited);
 	if (!b)
 		return NULL;
@@ -376,7 +376,7 @@ static struct rcu_block *steal(struct rcu_tls *t, bool all)
 	__atomic_store_n(&dst->n, n - tk, __ATOMIC_RELAXED);
 	rstat(queued, n - tk);
 	t->seen = NULL;
-	atomic_fetch_add_explicit(&R.inflight, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&rcu_state.inflight, 1, memory_order_relaxed);
 	return dst;
 }
 
@@ -400,15 +400,15 @@ static void *rcu_gather(bool scan, bool all)
 
 	/* The monitor's round (or a barrier round run by its caller). */
 	USLAB_ASSERT(lockdep_held(LOCK_GP_ROUND) && lockdep_depth() == 1);
-	batch.blocks = atomic_exchange(&R.queue, NULL);
+	batch.blocks = atomic_exchange(&rcu_state.queue, NULL);
 	for (b = batch.blocks; b; b = b->next)
 		nq++;
 	batch.nb = nq;
 	if (scan) {
-		ulock_lock(&R.list_lock);
+		ulock_lock(&rcu_state.list_lock);
 		struct list_node *pos;
 
-		list_for_each(pos, &R.threads) {
+		list_for_each(pos, &rcu_state.threads) {
 			b = steal(list_entry(pos, struct rcu_tls, link), all);
 			if (b) {
 				b->next = batch.blocks;
@@ -416,25 +416,25 @@ static void *rcu_gather(bool scan, bool all)
 				batch.nb++;
 			}
 		}
-		ulock_unlock(&R.list_lock);
+		ulock_unlock(&rcu_state.list_lock);
 	}
-	ulock_lock(&R.hq_lock);
-	batch.heads = R.hq;
-	R.hq = NULL;
-	R.nhq = 0;
-	b = R.orphan;
-	R.orphan = NULL;
-	ulock_unlock(&R.hq_lock);
+	ulock_lock(&rcu_state.hq_lock);
+	batch.heads = rcu_state.hq;
+	rcu_state.hq = NULL;
+	rcu_state.nhq = 0;
+	b = rcu_state.orphan;
+	rcu_state.orphan = NULL;
+	ulock_unlock(&rcu_state.hq_lock);
 	if (b) {
 		b->start = 0;
 		rstat(queued, b->n);
 		b->next = batch.blocks;
 		batch.blocks = b;
 		batch.nb++;
-		atomic_fetch_add_explicit(&R.inflight, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&rcu_state.inflight, 1, memory_order_relaxed);
 	}
 	if (nq)
-		atomic_fetch_sub(&R.queued_blocks, nq);
+		atomic_fetch_sub(&rcu_state.queued_blocks, nq);
 	if (!batch.blocks && !batch.heads)
 		return NULL;
 #if USLAB_EXPENSIVE
@@ -461,7 +461,7 @@ static void rcu_drain(void *arg)
 /* idle (gp_client): keep a few spare blocks for uslab_free_rcu_head(). */
 static void rcu_idle(void)
 {
-	atomic_store(&R.pool_low, 0);
+	atomic_store(&rcu_state.pool_low, 0);
 	pool_fill();
 }
 
@@ -480,7 +480,7 @@ static void rcu_thread_exit(void *arg)
 	struct rcu_block *b;
 
 	/* Off the list first: the monitor no longer looks at our block. */
-	ulock_lock(&R.list_lock);
+	ulock_lock(&rcu_state.list_lock);
 	if (t->listed) {
 		list_del(&t->link);
 		__atomic_store_n(&t->listed, false, __ATOMIC_RELAXED);
@@ -488,7 +488,7 @@ static void rcu_thread_exit(void *arg)
 	b = t->cur;
 	__atomic_store_n(&t->cur, NULL, __ATOMIC_RELEASE);
 	t->exited = true; /* later frees of this thread go to the orphan block */
-	ulock_unlock(&R.list_lock);
+	ulock_unlock(&rcu_state.list_lock);
 	if (b)
 		block_publish(b);
 }
@@ -496,7 +496,7 @@ static void rcu_thread_exit(void *arg)
 static void rcu_init_once(void)
 {
 	block_cache_init();
-	R.key_ok = !pthread_key_create(&R.key, rcu_thread_exit);
+	rcu_state.key_ok = !pthread_key_create(&rcu_state.key, rcu_thread_exit);
 }
 
 /*
@@ -510,16 +510,16 @@ static int rcu_thread_start_nocancel(void)
 	if (usl_init())
 		return -1;
 	pthread_once(&rcu_once, rcu_init_once);
-	if (rt.exited || !R.key_ok || gp_start())
+	if (rt.exited || !rcu_state.key_ok || gp_start())
 		return -1;
 	if (__atomic_load_n(&rt.listed, __ATOMIC_RELAXED))
 		return 0;
-	if (pthread_setspecific(R.key, &rt))
+	if (pthread_setspecific(rcu_state.key, &rt))
 		return -1;
-	ulock_lock(&R.list_lock);
-	list_add(&rt.link, &R.threads);
+	ulock_lock(&rcu_state.list_lock);
+	list_add(&rt.link, &rcu_state.threads);
 	__atomic_store_n(&rt.listed, true, __ATOMIC_RELAXED);
-	ulock_unlock(&R.list_lock);
+	ulock_unlock(&rcu_state.list_lock);
 	return 0;
 }
 
@@ -535,7 +535,7 @@ static int rcu_thread_start(void)
 
 static bool inflight_below_max(void)
 {
-	return atomic_load(&R.inflight) < usl_opt.rcu_max_inflight;
+	return atomic_load(&rcu_state.inflight) < usl_opt.rcu_max_inflight;
 }
 
 /* Wait while too many blocks are in flight (outside read-side sections). */
@@ -556,20 +556,20 @@ static bool orphan_free(void *obj)
 	struct rcu_block *full = NULL;
 	bool ok = true;
 
-	ulock_lock(&R.hq_lock);
+	ulock_lock(&rcu_state.hq_lock);
 	/* Only threads whose key destructor ran; a full orphan is published. */
-	USLAB_ASSERT(rt.exited && (!R.orphan || R.orphan->n <= RCU_BLOCK_CAP));
-	if (R.orphan && R.orphan->n == RCU_BLOCK_CAP) {
-		full = R.orphan;
-		R.orphan = NULL;
+	USLAB_ASSERT(rt.exited && (!rcu_state.orphan || rcu_state.orphan->n <= RCU_BLOCK_CAP));
+	if (rcu_state.orphan && rcu_state.orphan->n == RCU_BLOCK_CAP) {
+		full = rcu_state.orphan;
+		rcu_state.orphan = NULL;
 	}
-	if (!R.orphan)
-		R.orphan = block_get(FROM_POOL_OR_NEW);
-	if (R.orphan)
-		R.orphan->ptrs[R.orphan->n++] = obj;
+	if (!rcu_state.orphan)
+		rcu_state.orphan = block_get(FROM_POOL_OR_NEW);
+	if (rcu_state.orphan)
+		rcu_state.orphan->ptrs[rcu_state.orphan->n++] = obj;
 	else
 		ok = false;
-	ulock_unlock(&R.hq_lock);
+	ulock_unlock(&rcu_state.hq_lock);
 	if (full) {
 		__atomic_store_n(&full->taken, 0, __ATOMIC_RELAXED);
 		block_publish(full);
@@ -621,11 +621,11 @@ no_block:
 			usl_bug(NULL, head,
 				"uslab_free_rcu_head: rcu_head %p is not inside object %p",
 				(void *)head, obj);
-		ulock_lock(&R.hq_lock);
-		head->next.next = (struct cds_wfcq_node *)R.hq;
-		R.hq = head;
-		wake = ++R.nhq % RCU_BLOCK_CAP == 0;
-		ulock_unlock(&R.hq_lock);
+		ulock_lock(&rcu_state.hq_lock);
+		head->next.next = (struct cds_wfcq_node *)rcu_state.hq;
+		rcu_state.hq = head;
+		wake = ++rcu_state.nhq % RCU_BLOCK_CAP == 0;
+		ulock_unlock(&rcu_state.hq_lock);
 		if (wake)
 			gp_wake(); /* a block's worth: do not wait for the period */
 		rstat(emergency, 1);
@@ -712,15 +712,15 @@ int uslab_rcu_stats(struct uslab_rcu_stats *st)
 {
 	if (!st)
 		return -EINVAL;
-	st->queued = atomic_load(&S.queued);
-	st->freed = atomic_load(&S.freed);
-	st->batches = atomic_load(&S.batches);
-	st->blocks = atomic_load(&S.blocks);
-	st->emergency = atomic_load(&S.emergency);
-	st->sync = atomic_load(&S.sync);
-	st->reserve = atomic_load(&S.reserve);
-	st->leaked = atomic_load(&S.leaked);
-	st->throttled = atomic_load(&S.throttled);
+	st->queued = atomic_load(&rcu_stats.queued);
+	st->freed = atomic_load(&rcu_stats.freed);
+	st->batches = atomic_load(&rcu_stats.batches);
+	st->blocks = atomic_load(&rcu_stats.blocks);
+	st->emergency = atomic_load(&rcu_stats.emergency);
+	st->sync = atomic_load(&rcu_stats.sync);
+	st->reserve = atomic_load(&rcu_stats.reserve);
+	st->leaked = atomic_load(&rcu_stats.leaked);
+	st->throttled = atomic_load(&rcu_stats.throttled);
 	gp_stats(&st->slabs_deferred, &st->slabs_released);
 	return 0;
 }
@@ -736,16 +736,16 @@ void rcu_init(void)
 /* After gp.c's gp_lock. */
 void rcu_fork_prepare(void)
 {
-	ulock_lock(&R.list_lock);
-	ulock_lock(&R.hq_lock);
-	ulock_lock(&R.pool_lock);
+	ulock_lock(&rcu_state.list_lock);
+	ulock_lock(&rcu_state.hq_lock);
+	ulock_lock(&rcu_state.pool_lock);
 }
 
 void rcu_fork_parent(void)
 {
-	ulock_unlock(&R.pool_lock);
-	ulock_unlock(&R.hq_lock);
-	ulock_unlock(&R.list_lock);
+	ulock_unlock(&rcu_state.pool_lock);
+	ulock_unlock(&rcu_state.hq_lock);
+	ulock_unlock(&rcu_state.list_lock);
 }
 
 /*
@@ -760,11 +760,11 @@ void rcu_fork_child(void)
 	struct list_node *pos, *tmp;
 	unsigned long nq = 0;
 
-	ulock_init(&R.list_lock);
-	ulock_init(&R.pool_lock);
-	ulock_init(&R.hq_lock);
+	ulock_init(&rcu_state.list_lock);
+	ulock_init(&rcu_state.pool_lock);
+	ulock_init(&rcu_state.hq_lock);
 	/* Every block to the queue, ours too: our next free starts a monitor. */
-	list_for_each_safe(pos, tmp, &R.threads) {
+	list_for_each_safe(pos, tmp, &rcu_state.threads) {
 		struct rcu_tls *t = list_entry(pos, struct rcu_tls, link);
 
 		if (t->cur)
@@ -773,10 +773,10 @@ void rcu_fork_child(void)
 		t->listed = false;
 		list_del(pos);
 	}
-	for (struct rcu_block *b = atomic_load(&R.queue); b; b = b->next)
+	for (struct rcu_block *b = atomic_load(&rcu_state.queue); b; b = b->next)
 		nq++;
-	atomic_store(&R.queued_blocks, nq);
-	atomic_store(&R.inflight, nq);
-	if (nq || R.hq || R.orphan)
+	atomic_store(&rcu_state.queued_blocks, nq);
+	atomic_store(&rcu_state.inflight, nq);
+	if (nq || rcu_state.hq || rcu_state.orphan)
 		gp_need_start();
 }
