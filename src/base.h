@@ -6,8 +6,12 @@
  *
  *   base.h       tier 0: this rule, macros, services (below)
  *   os.h         layer 1
+ *   os_heap.h    layer 1, private to os.c os_map.c os_decay.c (the page
+ *                heap's shared state; no other file includes it)
  *   slab.h       layer 2
  *   cache.h      layer 3
+ *   cache_core.h layer 3, private to cache.c cache_registry.c loose.c (the
+ *                cache layer's shared functions)
  *   gp.h         layer 4
  *   perthread.h  layers 5 to 7 (sheaf, barn, pcs, thread and percpu)
  *   front.h      layers 8 to 14 (bulk and pool, rcu, magazine, lifecycle, kmalloc,
@@ -22,10 +26,14 @@
  * the layers listed before it, and includes only the header of its tier
  * and those below. Layers, bottom up:
  *
- *   1  os         os.c        arenas, the address registry, memory to the OS
+ *   1  os         os.c        the buddy arenas: pages for slabs and large
+ *                             objects, their descriptors, huge objects
+ *      map        os_map.c    mappings and the address registry
+ *      decay      os_decay.c  memory to the OS: purges, the decay thread,
+ *                             retention
  *      guard      guard.c     the sampling guard: slots beside guard pages,
- *                             its fault handler (os.c and guard.c are one
- *                             layer)
+ *                             its fault handler (os.c, os_map.c,
+ *                             os_decay.c and guard.c are one layer)
  *   2  slab       slab.c      one slab: free pointers, carving, freelists
  *      geometry   slab_geometry.c the shape of a cache's slabs: order,
  *                             layout, colours (struct slab_geometry)
@@ -34,7 +42,11 @@
  *                             slab_geometry.c and slab_debug.c are one
  *                             layer)
  *   3  cache      cache.c     struct uslab_cache, its node partial list,
- *                             refill and flush in batches, list of caches
+ *                             refill and flush in batches
+ *      registry   cache_registry.c the descriptor table, the list of
+ *                             caches, their fork handlers
+ *      loose      loose.c     the pools' loose array (cache.c,
+ *                             cache_registry.c and loose.c are one layer)
  *   4  gp         gp.c        grace-period engine: the monitor thread,
  *                             slabs released after a grace period
  *   5  sheaf      sheaf.c     the sheaf object: alloc, free, flush
@@ -289,6 +301,15 @@ INTERNAL __attribute__((format(printf, 1, 2))) void usl_report_line(const char *
 INTERNAL void usl_report_end(const struct uslab_cache *c);
 INTERNAL const char *usl_symbolise(const void *addr, char *buf, size_t len);
 INTERNAL void usl_code_range(uintptr_t *start, uintptr_t *end);
+/* Backtraces of the program's calls (debug.c; the debug tier's and the guard's). */
+INTERNAL void usl_backtrace_init(void);
+INTERNAL bool usl_backtrace_skips(void);
+INTERNAL unsigned int usl_backtrace(void **addrs, unsigned int max);
+INTERNAL unsigned int usl_first_caller(void *const *addrs, unsigned int n);
+INTERNAL bool usl_site_ok(const void *site);
+INTERNAL void usl_print_backtrace(void *const *addrs, unsigned int n, unsigned int max);
+INTERNAL uint32_t usl_tid(void);
+INTERNAL void usl_tid_fork_child(void);
 
 /*
  * Lines held back: a report made under a lock (validate, a debug cache's

@@ -2,15 +2,15 @@
 /*
  * cache.c - the cache: a struct uslab_cache descriptor (laid out by
  * slab_geometry.c), its node of slabs (the partial list and its counts),
- * and objects taken from and returned to those slabs in batches. Also the
- * list of all caches. Creating, destroying and shrinking one is
+ * and objects taken from and returned to those slabs in batches: SLUB's
+ * core. The descriptors' table and the list of caches are
+ * cache_registry.c's, a pool's loose array loose.c's (cache_core.h is
+ * what the three share). Creating, destroying and shrinking a cache is
  * lifecycle.c's (above every layer); sheaves and their ids belong to the
  * per-thread layer (barn.c, pcs.c, thread.c), large objects to kmalloc.c.
  *
- * Locks (ranks in src/lock.h, the one copy of the lock order):
+ * Lock (its rank in src/lock.h, the one copy of the lock order):
  *
- *   caches_lock  (LOCK_CACHES) - the list of caches and the cache
- *                id bitmap (thread.c's); held across create and destroy.
  *   node->lock   (LOCK_NODE) - a cache's partial list, every slab
  *                freelist and bump index of slabs on a list, and the node
  *                counters. Never held with the barn lock: a sheaf leaves
@@ -56,14 +56,12 @@
 #include <x86intrin.h>
 
 #include "cache.h"
+#include "cache_core.h"
 #include "gp.h" /* gp_defer_slabs(): an exception in base.h */
 
 #define FREE_GROUPS 32
 #define FREE_AHEAD 16 /* slab descriptors prefetched ahead of a free batch */
 #define REFILL_LISTS 16
-
-struct ulock caches_lock = ULOCK_INIT_RANK(LOCK_CACHES);
-static struct list_node caches = LIST_HEAD_INIT(caches); /* struct uslab_cache.list */
 
 /* -------------------------------------------------------- descriptor */
 
@@ -184,9 +182,9 @@ void uslab_priv_double_free(struct uslab_cache *c, const void *obj)
  * ask for, then slab_geometry_init()) and initialise its descriptor.
  * Return: 0, or -EINVAL when no layout can serve it.
  */
-static int cache_setup(struct uslab_cache *c, const char *name, size_t size, size_t align,
-		       void (*ctor)(void *), unsigned int flags, unsigned int min_partial,
-		       unsigned int layout)
+int cache_setup(struct uslab_cache *c, const char *name, size_t size, size_t align,
+		void (*ctor)(void *), unsigned int flags, unsigned int min_partial,
+		unsigned int layout)
 {
 	size_t sz = ALIGN_UP(size, sizeof(void *));
 	size_t a = align > sizeof(void *) ? align : sizeof(void *);
@@ -266,29 +264,6 @@ static int cache_setup(struct uslab_cache *c, const char *name, size_t size, siz
 	ulock_setup(&c->node.lock, LOCK_NODE);
 	list_init(&c->node.partial);
 	list_init(&c->node.full);
-	return 0;
-}
-
-/* Link @c first into the list of caches. Called with caches_lock held. */
-static void cache_list_add(struct uslab_cache *c)
-{
-	USLAB_ASSERT_HELD(&caches_lock);
-	list_add(&c->list, &caches);
-}
-
-/*
- * cache_init_internal - set up one of uslab's own metadata caches (static
- * storage, no sheaves: every allocation takes the node lock).
- * Return: 0, or -EINVAL (src/'s convention: a negative errno).
- */
-int cache_init_internal(struct uslab_cache *c, const char *name, size_t size)
-{
-	memset(c, 0, sizeof(*c));
-	if (cache_setup(c, name, size, 0, NULL, CACHE_INTERNAL, 0, USLAB_LAYOUT_AUTO))
-		return -EINVAL;
-	ulock_lock(&caches_lock);
-	cache_list_add(c);
-	ulock_unlock(&caches_lock);
 	return 0;
 }
 
@@ -618,7 +593,7 @@ static void node_put_objects(struct uslab_cache *c, void **p, size_t n, unsigned
  * node_free_objects - return objects to their slabs (cache_free_objects()
  * without the pools' loose array: its arguments and context).
  */
-static void node_free_objects(struct uslab_cache *c, void **p, size_t n, unsigned int lookahead)
+void node_free_objects(struct uslab_cache *c, void **p, size_t n, unsigned int lookahead)
 {
 	if (unlikely(__atomic_load_n(&slab_debug_on, __ATOMIC_ACQUIRE)))
 		debug_free_objects(c, p, n);
@@ -648,7 +623,7 @@ void cache_free_checked(struct uslab_cache *c, void **p, size_t n)
  * Return: objects stored in @dst (poisoned for ASan); fewer than @want,
  * and errno ENOMEM, only when the OS refused memory.
  */
-static unsigned int node_refill(struct uslab_cache *c, void **dst, unsigned int want, bool hand_out)
+unsigned int node_refill(struct uslab_cache *c, void **dst, unsigned int want, bool hand_out)
 {
 	struct {
 		struct slab *s;
@@ -758,193 +733,6 @@ static unsigned int node_refill(struct uslab_cache *c, void **dst, unsigned int 
 	if (got < want)
 		errno = ENOMEM;
 	return got;
-}
-
-/* ------------------------------------------------------------ pools */
-
-/*
- * A pool (USLAB_POOL) keeps its free objects as pointers: what its sheaves
- * and barn cannot hold goes to the node's loose array instead of the slabs,
- * and allocations take from it before the slabs. An external pool
- * (USLAB_POOL_EXTERNAL) has no slabs at all: the loose array is where its
- * objects live when no sheaf holds them, and an allocation it cannot serve
- * fails with ENOBUFS. Only uslab_cache_shrink() and uslab_cache_destroy()
- * (cache_pool_release) give a pool's objects back to its slabs.
- *
- * The array is mapped with os_mmap and grows by doubling, under the node
- * lock (os_mmap takes no lock). An external pool's array is sized at
- * creation for the objects the caller said it will hand in (reserve), so
- * it never has to grow to keep one of them.
- *
- * Invariant: nr_loose <= loose_cap, loose NULL only with loose_cap 0.
- */
-
-/* Room for @want pointers in @n's loose array. Node lock held (or the cache unpublished). */
-static bool loose_reserve(struct node *n, size_t want)
-{
-	size_t cap = n->loose_cap ? n->loose_cap : PAGE_SIZE / sizeof(void *);
-	void **a;
-
-	if (want <= n->loose_cap)
-		return true;
-	if (want > (SIZE_MAX / sizeof(void *)) / 2)
-		return false; /* (no such mapping; and cap would wrap below) */
-	while (cap < want)
-		cap *= 2;
-	a = os_mmap(cap * sizeof(void *));
-	if (!a)
-		return false;
-	if (n->nr_loose)
-		memcpy(a, n->loose, n->nr_loose * sizeof(void *));
-	if (n->loose)
-		os_munmap(n->loose, n->loose_cap * sizeof(void *));
-	n->loose = a;
-	n->loose_cap = cap;
-	return true;
-}
-
-/*
- * Keep @p[0..n) (NULL entries skipped, every entry NULL on return) in the
- * loose array. What finds no room (the OS refused memory): a slab pool's
- * goes to its slabs; an external pool's is dropped, with a line on stderr
- * (it was handed in beyond the reserve declared at creation).
- */
-static void loose_put(struct uslab_cache *c, void **p, size_t n)
-{
-	struct node *nd = &c->node;
-	size_t kept, i;
-
-	ulock_lock(&nd->lock);
-	USLAB_ASSERT(nd->nr_loose <= nd->loose_cap);
-	loose_reserve(nd, nd->nr_loose + n); /* (on failure, what room there is) */
-	for (i = 0; i < n; i++) {
-		if (!p[i])
-			continue;
-		if (nd->nr_loose == nd->loose_cap)
-			break;
-		nd->loose[nd->nr_loose] = p[i];
-		WRITE_ONCE(nd->nr_loose, nd->nr_loose + 1); /* (read unlocked by loose_take) */
-		p[i] = NULL;
-	}
-	kept = i;
-	ulock_unlock(&nd->lock);
-	if (kept == n)
-		return;
-	if (!(c->flags & USLAB_POOL_EXTERNAL)) {
-		node_free_objects(c, p + kept, n - kept, usl_opt.lookahead);
-		return;
-	}
-	usl_warn("pool %s: no memory to keep %zu more objects (beyond its reserve); dropped",
-		 c->name, n - kept);
-	memset(p + kept, 0, (n - kept) * sizeof(void *));
-}
-
-/* Take up to @want objects off the loose array into @dst. Return: how many. */
-static unsigned int loose_take(struct uslab_cache *c, void **dst, unsigned int want)
-{
-	struct node *nd = &c->node;
-	unsigned int k;
-
-	if (!READ_ONCE(nd->nr_loose))
-		return 0;
-	ulock_lock(&nd->lock);
-	k = nd->nr_loose < want ? (unsigned int)nd->nr_loose : want;
-	/* (0: a shrink on another thread released the array since the look above) */
-	if (k) {
-		WRITE_ONCE(nd->nr_loose, nd->nr_loose - k);
-		memcpy(dst, nd->loose + nd->nr_loose, k * sizeof(void *));
-	}
-	ulock_unlock(&nd->lock);
-	return k;
-}
-
-/*
- * cache_pool_setup - give a new pool its loose array and its reserve: a
- * slab pool's @reserve objects are allocated from its slabs into the array;
- * an external pool's array gets room for @reserve pointers.
- * Return: 0, or -ENOMEM (what was allocated is given back).
- */
-int cache_pool_setup(struct uslab_cache *c, size_t reserve)
-{
-	struct node *n = &c->node;
-	size_t got = 0;
-
-	USLAB_ASSERT(c->flags & USLAB_POOL);
-	if (!reserve)
-		return 0;
-	if (!loose_reserve(n, reserve))
-		return -ENOMEM;
-	if (c->flags & USLAB_POOL_EXTERNAL)
-		return 0;
-	while (got < reserve) {
-		unsigned int want =
-			reserve - got > UINT32_MAX ? UINT32_MAX : (unsigned int)(reserve - got);
-		unsigned int k = node_refill(c, n->loose + got, want, true);
-
-		got += k;
-		if (k < want) {
-			node_free_objects(c, n->loose, got, usl_opt.lookahead);
-			return -ENOMEM;
-		}
-	}
-	WRITE_ONCE(n->nr_loose, got); /* (the cache is not published yet: no lock needed) */
-	return 0;
-}
-
-/*
- * cache_pool_release - give a slab pool's loose objects back to its slabs
- * (shrink, destroy). An external pool keeps them: they have no slab, and
- * cache_delete() forgets them with the array.
- */
-void cache_pool_release(struct uslab_cache *c)
-{
-	struct node *n = &c->node;
-	size_t nr, cap;
-	void **objs;
-
-	if ((c->flags & (USLAB_POOL | USLAB_POOL_EXTERNAL)) != USLAB_POOL)
-		return;
-	ulock_lock(&n->lock);
-	objs = n->loose;
-	nr = n->nr_loose;
-	cap = n->loose_cap;
-	/* Out of the node, so the frees below run unlocked; the next free maps another. */
-	n->loose = NULL;
-	WRITE_ONCE(n->nr_loose, 0);
-	n->loose_cap = 0;
-	ulock_unlock(&n->lock);
-	if (nr)
-		node_free_objects(c, objs, nr, usl_opt.lookahead);
-	if (objs)
-		os_munmap(objs, cap * sizeof(void *));
-}
-
-/* Objects in @c's loose array (0 for a cache that is not a pool). */
-size_t cache_pool_count(struct uslab_cache *c)
-{
-	size_t n;
-
-	if (!(c->flags & USLAB_POOL))
-		return 0;
-	ulock_lock(&c->node.lock);
-	n = c->node.nr_loose;
-	ulock_unlock(&c->node.lock);
-	return n;
-}
-
-/* Copy the loose objects into @dst (at most @max; validate). Return: how many there are. */
-size_t cache_pool_gather(struct uslab_cache *c, void **dst, size_t max)
-{
-	size_t n;
-
-	if (!(c->flags & USLAB_POOL))
-		return 0;
-	ulock_lock(&c->node.lock);
-	n = c->node.nr_loose;
-	if (dst && n) /* (no array after a shrink: memcpy from NULL is undefined) */
-		memcpy(dst, c->node.loose, (n < max ? n : max) * sizeof(void *));
-	ulock_unlock(&c->node.lock);
-	return n;
 }
 
 /*
@@ -1222,184 +1010,6 @@ void *cache_guard_alloc(struct uslab_cache *c)
 	return obj;
 }
 
-struct uslab_cache *uslab_cache_of(const void *p)
-{
-	struct slab *s = os_slab_lookup(p);
-	struct uslab_cache *c = s ? __atomic_load_n(&s->cache, __ATOMIC_ACQUIRE) : NULL;
-
-	if (unlikely(!s && guard_owns(p)))
-		return (struct uslab_cache *)guard_object(p, NULL, NULL);
-
-	/* A large kmalloc object belongs to no cache a program may use. */
-	return c && !(c->flags & CACHE_LARGE) ? c : NULL;
-}
-
-/* ------------------------------------------------ descriptor, list */
-
-/*
- * The descriptor table: the descriptors of caches created by
- * cache_new(), in slots of DESC_SLOT bytes carved in order from regions
- * mapped as needed (DESC_REGION0 bytes, each next region twice the last),
- * never unmapped and never reused. A handle is a cache only if it is the
- * start of a slot (cache_is_descriptor(), a few instructions without a
- * lock); a destroyed cache's slot keeps reading CACHE_MAGIC_DEAD and a
- * pcs_off of 0 (the always-empty entry) however many caches come after
- * it, so a stale handle is reported by every library call and reaches one
- * from the inline paths too (cache_check_live()). A page whose slots are
- * all destroyed is given back (MADV_DONTNEED): it then reads as zeros,
- * still no cache, and costs only address space (1 KiB per cache created).
- * Written under caches_lock; desc_table.slots[i] is published (release)
- * after base[i], read (acquire) before it.
- */
-_Static_assert(sizeof(struct uslab_cache) <= DESC_SLOT && PAGE_SIZE % DESC_SLOT == 0,
-	       "a descriptor fits its slot, slots tile a page");
-#define DESC_REGION0 (4ul << 20) /* 4096 slots */
-struct desc_table desc_table;
-static size_t desc_used; /* bytes carved from the last region */
-
-bool cache_is_descriptor_slow(uintptr_t a)
-{
-	unsigned int n = __atomic_load_n(&desc_table.nr, __ATOMIC_ACQUIRE);
-
-	for (unsigned int i = 0; i < n; i++) {
-		size_t slots = __atomic_load_n(&desc_table.slots[i], __ATOMIC_ACQUIRE);
-
-		if (a - __atomic_load_n(&desc_table.base[i], __ATOMIC_RELAXED) < slots * DESC_SLOT)
-			return !(a & (DESC_SLOT - 1));
-	}
-	return false;
-}
-
-/* A slot for a new descriptor (zeros, not yet a cache); NULL with errno ENOMEM. */
-static struct uslab_cache *desc_alloc(void)
-{
-	for (;;) {
-		unsigned int n;
-		size_t size;
-		void *map;
-
-		ulock_lock(&caches_lock);
-		n = desc_table.nr;
-		if (n && desc_used + DESC_SLOT <= desc_table.slots[n - 1] * DESC_SLOT) {
-			struct uslab_cache *c = (void *)(desc_table.base[n - 1] + desc_used);
-
-			desc_used += DESC_SLOT;
-			ulock_unlock(&caches_lock);
-			return c;
-		}
-		ulock_unlock(&caches_lock);
-		if (n == DESC_REGIONS) {
-			errno = ENOMEM;
-			return NULL;
-		}
-		/* A new region, mapped outside the lock (fresh pages: zeros). */
-		size = DESC_REGION0 << n;
-		map = os_mmap(size);
-		if (!map)
-			return NULL;
-		ulock_lock(&caches_lock);
-		if (desc_table.nr == n) {
-			__atomic_store_n(&desc_table.base[n], (uintptr_t)map, __ATOMIC_RELAXED);
-			__atomic_store_n(&desc_table.slots[n], size / DESC_SLOT, __ATOMIC_RELEASE);
-			__atomic_store_n(&desc_table.nr, n + 1, __ATOMIC_RELEASE);
-			desc_used = 0;
-			map = NULL;
-		}
-		ulock_unlock(&caches_lock);
-		if (map)
-			os_munmap(map, size); /* another thread mapped one first */
-	}
-}
-
-/*
- * cache_new - a descriptor for a new cache, its layout computed. Not yet
- * on the list of caches, no sheaves (cache_register() gives them).
- * Return: the cache, or NULL with errno ENOMEM (no memory) or EINVAL (no
- * slab order fits the object, or @layout cannot serve it).
- */
-struct uslab_cache *cache_new(const char *name, size_t size, size_t align, void (*ctor)(void *),
-			      unsigned int flags, unsigned int min_partial, unsigned int layout)
-{
-	struct uslab_cache *c = desc_alloc();
-
-	if (!c)
-		return NULL;
-	/* (Zeros: a slot is fresh memory, never reused.) */
-	USLAB_ASSERT(!c->magic && !c->retired && !c->hot.pcs_off);
-	if (cache_setup(c, name, size, align, ctor, flags, min_partial, layout)) {
-		cache_delete(c);
-		errno = EINVAL;
-		return NULL;
-	}
-	return c;
-}
-
-/*
- * Retire the descriptor of a cache that is on no list and owns no slab:
- * its slot stays dead for good; its page goes back to the OS once every
- * slot of the page is dead (slots are carved in order: all of them were
- * handed out when the last is).
- */
-void cache_delete(struct uslab_cache *c)
-{
-	uintptr_t page = (uintptr_t)c & ~(uintptr_t)(PAGE_SIZE - 1);
-	unsigned int n;
-	bool dead = true;
-
-	USLAB_ASSERT(!c->node.nr_slabs && !c->nr_deferred);
-	USLAB_ASSERT(cache_is_descriptor(c));
-	if (c->node.loose) {
-		os_munmap(c->node.loose, c->node.loose_cap * sizeof(void *));
-		c->node.loose = NULL;
-		c->node.loose_cap = c->node.nr_loose = 0;
-	}
-	/* A stale handle's fast paths miss, and reach the check. */
-	c->hot.pcs_off = c->pcs_lib = 0;
-	__atomic_store_n(&c->magic, CACHE_MAGIC_DEAD, __ATOMIC_RELEASE);
-	ulock_lock(&caches_lock);
-	n = desc_table.nr;
-	if (page - desc_table.base[n - 1] < desc_table.slots[n - 1] * DESC_SLOT &&
-	    page + PAGE_SIZE > desc_table.base[n - 1] + desc_used)
-		dead = false; /* a slot of the page is not handed out yet */
-	c->retired = true;
-	for (uintptr_t a = page; dead && a < page + PAGE_SIZE; a += DESC_SLOT)
-		dead = ((struct uslab_cache *)a)->retired;
-	ulock_unlock(&caches_lock);
-	if (dead)
-		madvise((void *)page, PAGE_SIZE, MADV_DONTNEED);
-}
-
-/*
- * cache_check_live - stop the program when @c, passed to @call, is NULL
- * or not a live cache: not the start of a descriptor slot (not a cache at
- * all: read nowhere), or a slot destroyed (or never handed out).
- * (cache_check_live() in cache.h tests; this reports.)
- */
-void cache_check_live_slow(const struct uslab_cache *c, const char *call)
-{
-	if (unlikely(!c))
-		usl_bug(NULL, NULL, "%s of a NULL cache", call);
-	if (unlikely(!cache_is_descriptor(c)))
-		usl_bug(NULL, c, "%s of a handle that is not a cache", call);
-	if (unlikely(__atomic_load_n(&c->magic, __ATOMIC_ACQUIRE) != CACHE_MAGIC_LIVE))
-		usl_bug(NULL, c, "%s of a destroyed cache (or not a cache)", call);
-}
-
-/* Put @c on the list of caches (its id, if it has sheaves, given already). */
-void cache_register(struct uslab_cache *c)
-{
-	ulock_lock(&caches_lock);
-	cache_list_add(c);
-	ulock_unlock(&caches_lock);
-}
-
-/* Take @c off the list. Under caches_lock. */
-void cache_unregister_locked(struct uslab_cache *c)
-{
-	USLAB_ASSERT_HELD(&caches_lock);
-	list_del(&c->list);
-}
-
 /*
  * cache_release_all - give every slab of @c back (TYPESAFE_BY_RCU: after
  * a grace period) if no object is allocated.
@@ -1426,18 +1036,6 @@ unsigned long cache_release_all(struct uslab_cache *c)
 	return live;
 }
 
-/* Call @fn on every cache, under caches_lock (the statistics' snapshot, export.c). */
-void cache_for_each(void (*fn)(struct uslab_cache *c, void *arg), void *arg)
-{
-	struct uslab_cache *c;
-
-	ulock_lock(&caches_lock);
-	list_for_each_entry(c, &caches, list) {
-		fn(c, arg);
-	}
-	ulock_unlock(&caches_lock);
-}
-
 /* The leak report of a debug cache's destroy: every live object, a line each (up to 100). */
 void cache_list_live(struct uslab_cache *c)
 {
@@ -1460,42 +1058,4 @@ void cache_list_live(struct uslab_cache *c)
 		os_munmap(buf, HELD_LINES_BYTES);
 	if (live > 100)
 		usl_warn("cache %s: ... and %lu more", c->name, live - 100);
-}
-
-/* ------------------------------------------------------------ fork */
-
-/* Called with caches_lock and every thread lock held (init.c). */
-void cache_fork_prepare(void)
-{
-	struct uslab_cache *c;
-
-	USLAB_ASSERT_HELD(&caches_lock);
-	USLAB_ASSERT(lockdep_held(LOCK_THREADS));
-
-	list_for_each_entry(c, &caches, list) {
-		ulock_lock(&c->barn.lock);
-	}
-	list_for_each_entry(c, &caches, list) {
-		ulock_lock(&c->node.lock);
-	}
-}
-
-void cache_fork_parent(void)
-{
-	struct uslab_cache *c;
-
-	list_for_each_entry(c, &caches, list) {
-		ulock_unlock(&c->node.lock);
-		ulock_unlock(&c->barn.lock);
-	}
-}
-
-void cache_fork_child(void)
-{
-	struct uslab_cache *c;
-
-	list_for_each_entry(c, &caches, list) {
-		ulock_init(&c->node.lock);
-		ulock_init(&c->barn.lock);
-	}
 }

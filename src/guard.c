@@ -47,9 +47,8 @@
  * reads the slots without it (the faulting thread may be anywhere).
  */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* dladdr, REG_ERR */
+#define _GNU_SOURCE /* REG_ERR */
 #endif
-#include <dlfcn.h>
 #include <link.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -57,14 +56,14 @@
 #include <sys/mman.h>
 #include <ucontext.h>
 #include <unistd.h>
-#include <unwind.h>
 
 #include "cache.h" /* the names of the caches it reports: an exception in base.h */
 
 /*
  * Return addresses kept per event: a statically linked program keeps
  * uslab's own frames (no range to skip at the capture), and the report
- * starts at the first frame named outside uslab (first_caller()).
+ * starts after the outermost exported uslab_* frame (usl_first_caller(),
+ * debug.c's, as the debug tier's reports).
  */
 #define GUARD_DEPTH 16
 /* The byte around an object in its page, checked at free. */
@@ -98,7 +97,6 @@ static uint32_t unused_top;	      /* stack of UNUSED slots (index + 1, 0: empty)
 static uint32_t fifo_head, fifo_tail; /* FREED slots, oldest first (index + 1) */
 static bool setup_failed;
 static struct sigaction old_segv;
-static uintptr_t lib_start, lib_end; /* the library's code, skipped in call sites */
 
 /* ------------------------------------------------------------- sampling */
 
@@ -119,88 +117,27 @@ bool guard_sample_slow(void)
 
 /* ---------------------------------------------------------- call sites */
 
-struct bt {
-	struct guard_site *site;
-	uintptr_t start, end; /* the library's code */
-	bool skipping;
-};
-
-static _Unwind_Reason_Code bt_step(struct _Unwind_Context *ctx, void *arg)
-{
-	struct bt *b = arg;
-	uintptr_t ip = _Unwind_GetIP(ctx);
-
-	if (!ip)
-		return _URC_END_OF_STACK;
-	if (b->skipping && ip - b->start < b->end - b->start)
-		return _URC_NO_REASON; /* the library's own frames */
-	b->skipping = false;
-	b->site->addrs[b->site->depth++] = (void *)ip;
-	return b->site->depth == GUARD_DEPTH ? _URC_END_OF_STACK : _URC_NO_REASON;
-}
-
-static __thread uint32_t tls_tid;
-static bool lib_known;
-
 /*
  * The caller's return addresses (below the library's frames) and thread.
- * Never under guard_lock: the unwinder takes the dynamic loader's lock,
- * whose holder may allocate.
+ * Never under guard_lock: the unwinder, and finding the library's code,
+ * take the dynamic loader's lock, whose holder may allocate.
  */
 static void capture(struct guard_site *site)
 {
-	struct bt b = { site, 0, 0, true };
-
-	if (!__atomic_load_n(&lib_known, __ATOMIC_ACQUIRE)) {
-		/* Racing threads find the same range (no lock: see above). */
-		uintptr_t start, end;
-
-		usl_code_range(&start, &end);
-		__atomic_store_n(&lib_start, start, __ATOMIC_RELAXED);
-		__atomic_store_n(&lib_end, end, __ATOMIC_RELAXED);
-		__atomic_store_n(&lib_known, true, __ATOMIC_RELEASE);
-	}
-	b.start = __atomic_load_n(&lib_start, __ATOMIC_RELAXED);
-	b.end = __atomic_load_n(&lib_end, __ATOMIC_RELAXED);
-	site->depth = 0;
-	_Unwind_Backtrace(bt_step, &b);
-	if (!tls_tid)
-		tls_tid = (uint32_t)gettid();
-	site->tid = tls_tid;
-}
-
-/*
- * The first frame that is the program's: linked as a shared library, the
- * capture skipped uslab's frames; linked statically, the first frame with
- * a name (the program's functions are named with -rdynamic) that is not
- * an exported uslab_* one: uslab's own have none. None such: from the first.
- */
-static uint32_t first_caller(const struct guard_site *s)
-{
-	if (__atomic_load_n(&lib_end, __ATOMIC_RELAXED))
-		return 0;
-	for (uint32_t i = 0; i < s->depth; i++) {
-		Dl_info info;
-
-		if (dladdr((char *)s->addrs[i] - 1, &info) && info.dli_sname &&
-		    strncmp(info.dli_sname, "uslab_", 6))
-			return i;
-	}
-	return 0;
+	usl_backtrace_init();
+	site->depth = usl_backtrace(site->addrs, GUARD_DEPTH);
+	site->tid = usl_tid();
 }
 
 static void print_site(const struct guard_slot *s, int which)
 {
 	const struct guard_site *site = &s->site[which];
-	char buf[320];
-
 	if (!site->depth) {
 		usl_report_line("  %s", which ? "not freed" : "allocated: no call site");
 		return;
 	}
 	usl_report_line("  %s by thread %u at:", which ? "freed" : "allocated", site->tid);
-	for (uint32_t i = first_caller(site), k = 0; i < site->depth && k < 4; i++, k++)
-		usl_report_line("    #%u %s", k, usl_symbolise(site->addrs[i], buf, sizeof(buf)));
+	usl_print_backtrace(site->addrs, site->depth, 4);
 }
 
 /* ---------------------------------------------------------------- slots */
@@ -502,7 +439,6 @@ void guard_fork_parent(void)
 void guard_fork_child(void)
 {
 	ulock_init(&guard_lock);
-	tls_tid = 0;
 }
 
 /* ---------------------------------------------------------------- fault */

@@ -58,7 +58,7 @@ static void fork_child(void)
 	counter_fork_child();
 	guard_fork_child();
 	os_fork_child();
-	slab_debug_fork_child();
+	usl_tid_fork_child();
 	cache_fork_child();
 	ulock_init(&caches_lock);
 	lockdep_fork_child();

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * os.c - the page heap: memory from the OS for slabs of every order and
- * kmalloc's large objects, the address registry, and memory given back
- * by decay off the callers' path. The page allocator of uslab.
+ * os.c - the page heap's buddy arenas: pages for slabs of every order and
+ * kmalloc's large objects, their descriptors, huge objects mapped apart.
+ * The page allocator of uslab. Its mappings and the address registry are
+ * os_map.c's, purges and the decay thread os_decay.c's (os_heap.h is what
+ * the three share); the contract below is the three files'.
  *
  * Contract (what the layers above may rely on):
  *   - os_slab_alloc(order) returns the descriptor of a slab of 2^order
@@ -83,19 +85,6 @@
  *   purging -> free clean purge_done, after its madvise(MADV_DONTNEED)
  *   purging -> free dirty os_fork_child: a purge the fork interrupted
  *
- * Decay: a thread of os.c (started by os_kick() from where no lock is held,
- * when freed pages appear; it exits once nothing has been retained for 2 s) ticks every
- * USLAB_PURGE_DELAY_MS. Where it cannot run (its start failed; the child
- * of a fork under ThreadSanitizer) the frees run the due ticks themselves,
- * a bounded batch (about 256 KiB) each. Each tick purges the dirty pages
- * that are not young (freed at least one tick ago) beyond the recent
- * demand (as many pages as the heap handed out in its busiest tick of the
- * last DEMAND_TICKS: memory likely to be asked for again is kept, the
- * lowest addresses first, which are taken first), then ages the young. So an unused freed page lives between one and two
- * ticks; contiguous dirty runs go back in one madvise each. With
- * USLAB_HUGEPAGES=1 arenas are marked MADV_HUGEPAGE and the decay purges
- * only whole free 2 MiB regions (os_purge still returns everything).
- *
  * Huge objects (above HEAP_MAX_BYTES): a mapping of their own, granules
  * rounded, with a one-descriptor table whose registry entries all point
  * at it (shift ARENA_SHIFT); resized by mremap; unmapped when freed.
@@ -108,258 +97,18 @@
  * transition; check level 2 (os_check) recounts every bitmap.
  */
 #define _GNU_SOURCE /* mremap */
-#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 
 #include "os.h"
+#include "os_heap.h"
 #include "uslab/stats.h"
 
-#define MAP_ENTRIES (1ul << (VA_BITS - ARENA_SHIFT))
-#define WORDS (ARENA_PAGES / 64)
-/* Words of order 0's block bitmap; an order's bitmap is at least one word. */
-#define ORDER0_LOG 8
-_Static_assert(WORDS == 1ul << ORDER0_LOG, "order 0's bitmap is 2^ORDER0_LOG words");
-#define BLOCK_WORDS (2 * WORDS - 2 + (HEAP_ORDER_MAX - ORDER0_LOG) + 1)
-/* Pages per 2 MiB (a transparent huge page). */
-#define HUGE_PAGES 512
-/* Runs a purge carves before it drops the lock for their madvise calls. */
-#define PURGE_RUNS 32
-/*
- * The decay keeps as many old dirty pages as the heap handed out in its
- * busiest tick of the last DEMAND_WINDOW_MS: demand_ticks() ticks, at most
- * DEMAND_TICKS (a tick shorter than DEMAND_WINDOW_MS / DEMAND_TICKS looks
- * back over fewer milliseconds).
- */
-#define DEMAND_WINDOW_MS 2000u
-#define DEMAND_TICKS 128
-/* A free past the retention cap purges about this much itself. */
-#define PURGE_BATCH_PAGES (256 * 1024 / PAGE_SIZE)
-
-struct arena {
-	uintptr_t base;
-	size_t size;	       /* ARENA_GRANULE; a huge object's: its mapping */
-	struct arena *next;    /* the heap (by address), pool, or a release list */
-	size_t desc_size;      /* bytes of this descriptor */
-	bool huge;	       /* a huge object's (slabs[0] only; no bitmaps used) */
-	unsigned int npurging; /* purge runs being given back outside os_lock */
-	size_t used;	       /* pages used */
-	size_t ndirty;	       /* pages dirty */
-	uint32_t free_orders;  /* bit k: a free block of order k exists */
-	uint32_t nfree[HEAP_ORDER_MAX + 1];
-	uint32_t hint[HEAP_ORDER_MAX + 1]; /* no free block of order k in words below */
-	uint64_t freemap[WORDS];
-	uint64_t dirty[WORDS];
-	uint64_t young[WORDS];
-	uint64_t blocks[BLOCK_WORDS];
-	struct slab slabs[] CACHELINE_ALIGNED;
-};
-
-/* What <uslab/priv.h> reads: slab descriptors, 64-byte aligned (the rest in src/abi.c). */
-_Static_assert(offsetof(struct arena, slabs) % CACHELINE == 0, "descriptors on cache lines");
-
-/* A purge's carved runs, on the in-flight list while their madvise runs. */
-struct prun {
-	struct arena *a;
-	uint32_t idx, n;
-};
-struct pbatch {
-	struct pbatch *next;
-	unsigned int n;
-	struct prun r[PURGE_RUNS];
-};
-
-static struct ulock os_lock = ULOCK_INIT_RANK(LOCK_OS);
-static struct arena *heap;	/* heap arenas, by address */
+	struct ulock os_lock = ULOCK_INIT_RANK(LOCK_OS);
+struct arena *os_arenas;	/* heap arenas, by address */
 static struct arena *heap_pool; /* heap arena descriptors without memory */
 static struct arena *huge_pool; /* huge descriptors without memory */
-static struct pbatch *inflight; /* purges outside the lock */
-static struct arena *arena_map[MAP_ENTRIES];
-/*
- * The slab registry, exported for the inline kfree (uslab/kmalloc.h): per
- * 64 MiB granule, the descriptor of the granule's first page (64-byte
- * aligned) ORed with the shift: PAGE_SHIFT for a heap arena, ARENA_SHIFT
- * for a huge object (every address to its one descriptor); 0 for none.
- */
-uintptr_t uslab_priv_slab_map[MAP_ENTRIES];
-#define slab_map uslab_priv_slab_map
-static uintptr_t mmap_hint; /* where the next arena would follow the last (racy hint) */
-
-/* The figures of uslab_heap_stats (under os_lock). */
-static struct {
-	size_t narenas, nhuge;
-	size_t mapped, used, retained; /* bytes */
-	size_t huge;		       /* bytes of huge objects (part of @used) */
-	uint64_t purged, madvise_calls, munmap_calls, mremap_calls, grown_in_place;
-	uint64_t taken;	     /* pages handed out, ever (the decay's demand) */
-	uint64_t taken_tick; /* @taken at the decay's last tick */
-	/* Pages handed out in each of the last DEMAND_TICKS ticks (a ring). */
-	uint64_t demand[DEMAND_TICKS];
-	unsigned int demand_at;
-} H;
-
-bool os_decay_need; /* dirty pages and no decay thread: os_kick() starts one */
-static struct {
-	bool running;	   /* under os_lock (read without it by os_decay_running) */
-	bool no_thread;	   /* a child of fork under TSan: never starts one (decays inline) */
-	bool inline_decay; /* no thread (a child, or a start failed): frees run the ticks */
-	uint64_t retry_ms; /* a start that failed is retried after */
-	uint64_t next_ms;  /* inline_decay: the next tick is due */
-} D;
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* ------------------------------------------------------------ mappings */
-
-void *os_mmap(size_t size)
-{
-	void *p;
-
-	USLAB_ASSERT(!ulock_owned(&os_lock)); /* no system call under it */
-	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-		 -1, 0);
-
-	if (p == MAP_FAILED) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	return p;
-}
-
-void os_munmap(void *p, size_t size)
-{
-	if (p)
-		munmap(p, size);
-}
-
-bool os_may_commit(size_t size)
-{
-	void *p;
-
-	USLAB_ASSERT(!ulock_owned(&os_lock));
-	/* Mapped with accounting and unmapped at once: never touched, no page faults. */
-	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return false;
-	munmap(p, size);
-	return true;
-}
-
-/*
- * mmap @size bytes aligned to @align (both multiples of the page size).
- * First ask for exactly @size right after the previous arena (usually
- * free and aligned); else map @size + @align and trim both ends. Refuses
- * memory above 2^VA_BITS (5-level paging). Outside os_lock.
- */
-static void *mmap_aligned(size_t size, size_t align)
-{
-	uintptr_t hint = READ_ONCE(mmap_hint);
-	char *p;
-	uintptr_t start, end;
-
-	USLAB_ASSERT(!ulock_owned(&os_lock));
-	if (hint) {
-		p = mmap((void *)hint, size, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		if (p != MAP_FAILED) {
-			if (((uintptr_t)p & (align - 1)) == 0 &&
-			    (uintptr_t)p + size <= 1ul << VA_BITS)
-				goto out;
-			munmap(p, size);
-		}
-	}
-	p = os_mmap(size + align);
-	if (!p)
-		return NULL;
-	start = ALIGN_UP((uintptr_t)p, align);
-	end = start + size;
-	if (start != (uintptr_t)p)
-		munmap(p, start - (uintptr_t)p);
-	if (end != (uintptr_t)p + size + align)
-		munmap((void *)end, (uintptr_t)p + size + align - end);
-	p = (char *)start;
-	if (end > 1ul << VA_BITS) {
-		munmap(p, size);
-		errno = ENOMEM;
-		return NULL;
-	}
-out:
-	WRITE_ONCE(mmap_hint, (uintptr_t)p + size);
-	return p;
-}
-
-/* Point the registry's granules of [base, base + size) at @a (NULL: clear them). Under os_lock. */
-static void map_set(struct arena *a, uintptr_t base, size_t size, struct arena *val)
-{
-	unsigned int shift = a->huge ? ARENA_SHIFT : PAGE_SHIFT;
-
-	USLAB_ASSERT_HELD(&os_lock);
-	for (uintptr_t g = base; g < base + size; g += ARENA_GRANULE) {
-		uintptr_t e = 0;
-
-		/* Installed over nothing, cleared from itself: granules never overlap. */
-		USLAB_ASSERT(arena_map[g >> ARENA_SHIFT] == (val ? NULL : a));
-		if (val)
-			e = (uintptr_t)&a->slabs[a->huge ? 0 : (g - base) >> PAGE_SHIFT] | shift;
-		__atomic_store_n(&arena_map[g >> ARENA_SHIFT], val, __ATOMIC_RELEASE);
-		__atomic_store_n(&slab_map[g >> ARENA_SHIFT], e, __ATOMIC_RELEASE);
-	}
-}
-
-static struct arena *arena_of(const void *p)
-{
-	uintptr_t a = (uintptr_t)p;
-
-	if (unlikely(a >> VA_BITS))
-		return NULL;
-	return __atomic_load_n(&arena_map[a >> ARENA_SHIFT], __ATOMIC_ACQUIRE);
-}
-
-/* ------------------------------------------------------------- bitmaps */
-
-static inline bool bit_test(const uint64_t *m, size_t i)
-{
-	return (m[i / 64] >> (i % 64)) & 1;
-}
-
-/* Set (@on) or clear bits [i, i + n) of @m. */
-static void bits_assign(uint64_t *m, size_t i, size_t n, bool on)
-{
-	while (n) {
-		size_t b = i % 64, k = n < 64 - b ? n : 64 - b;
-		uint64_t mask = (k == 64 ? ~0ull : ((1ull << k) - 1)) << b;
-
-		if (on)
-			m[i / 64] |= mask;
-		else
-			m[i / 64] &= ~mask;
-		i += k;
-		n -= k;
-	}
-}
-
-/* How many of bits [i, i + n) of @m are set. */
-static size_t bits_count(const uint64_t *m, size_t i, size_t n)
-{
-	size_t c = 0;
-
-	while (n) {
-		size_t b = i % 64, k = n < 64 - b ? n : 64 - b;
-		uint64_t mask = (k == 64 ? ~0ull : ((1ull << k) - 1)) << b;
-
-		c += (size_t)__builtin_popcountll(m[i / 64] & mask);
-		i += k;
-		n -= k;
-	}
-	return c;
-}
+struct os_figures os_fig;
 
 /* ---------------------------------------------------------------- buddy */
 
@@ -476,9 +225,9 @@ static size_t pages_unfree(struct arena *a, size_t i, size_t n)
 	if (d) {
 		bits_assign(a->dirty, i, n, false);
 		bits_assign(a->young, i, n, false);
-		USLAB_ASSERT(a->ndirty >= d && H.retained >= d * PAGE_SIZE);
+		USLAB_ASSERT(a->ndirty >= d && os_fig.retained >= d * PAGE_SIZE);
 		a->ndirty -= d;
-		H.retained -= d * PAGE_SIZE;
+		os_fig.retained -= d * PAGE_SIZE;
 	}
 	return d;
 }
@@ -488,7 +237,7 @@ static size_t pages_unfree(struct arena *a, size_t i, size_t n)
  * each block that holds some of them is split around them. Under os_lock.
  * Return: how many of them were dirty.
  */
-static size_t heap_carve(struct arena *a, size_t i, size_t n)
+size_t heap_carve(struct arena *a, size_t i, size_t n)
 {
 	size_t p = i, end = i + n;
 
@@ -512,7 +261,7 @@ static size_t heap_carve(struct arena *a, size_t i, size_t n)
  * heap_give - pages [i, i + n) of @a are free again: dirty (resident) or
  * clean (just purged). Under os_lock.
  */
-static void heap_give(struct arena *a, size_t i, size_t n, bool dirty)
+void heap_give(struct arena *a, size_t i, size_t n, bool dirty)
 {
 	USLAB_ASSERT_HELD(&os_lock);
 	USLAB_ASSERT(i + n <= ARENA_PAGES && !bits_count(a->freemap, i, n));
@@ -521,7 +270,7 @@ static void heap_give(struct arena *a, size_t i, size_t n, bool dirty)
 		bits_assign(a->dirty, i, n, true);
 		bits_assign(a->young, i, n, true);
 		a->ndirty += n;
-		H.retained += n * PAGE_SIZE;
+		os_fig.retained += n * PAGE_SIZE;
 	}
 	buddy_put_range(a, i, n);
 }
@@ -561,15 +310,15 @@ static struct arena *heap_create(struct arena *a)
 /* Make a created arena live: the heap (in address order) and the registry. Under os_lock. */
 static void heap_install(struct arena *a)
 {
-	struct arena **pp = &heap;
+	struct arena **pp = &os_arenas;
 
 	USLAB_ASSERT_HELD(&os_lock);
 	while (*pp && (*pp)->base < a->base)
 		pp = &(*pp)->next;
 	a->next = *pp;
 	*pp = a;
-	H.narenas++;
-	H.mapped += a->size;
+	os_fig.narenas++;
+	os_fig.mapped += a->size;
 	map_set(a, a->base, a->size, a);
 }
 
@@ -578,18 +327,18 @@ static void heap_install(struct arena *a)
  * arena, take it out of the registry and the heap and push it on *@rel
  * for arenas_unmap(). Under os_lock.
  */
-static void heap_check_idle(struct arena *a, struct arena **rel)
+void heap_check_idle(struct arena *a, struct arena **rel)
 {
-	struct arena **pp = &heap;
+	struct arena **pp = &os_arenas;
 
 	USLAB_ASSERT_HELD(&os_lock);
-	if (a->used || a->ndirty || a->npurging || H.narenas < 2)
+	if (a->used || a->ndirty || a->npurging || os_fig.narenas < 2)
 		return;
 	while (*pp != a)
 		pp = &(*pp)->next;
 	*pp = a->next;
-	H.narenas--;
-	H.mapped -= a->size;
+	os_fig.narenas--;
+	os_fig.mapped -= a->size;
 	map_set(a, a->base, a->size, NULL);
 	a->next = *rel;
 	*rel = a;
@@ -604,7 +353,7 @@ static void heap_check_idle(struct arena *a, struct arena **rel)
  * object's bytes (a->used pages) are counted as given back.
  * Return: bytes given back.
  */
-static size_t arenas_unmap(struct arena *rel)
+size_t arenas_unmap(struct arena *rel)
 {
 	struct arena *a;
 	size_t bytes = 0;
@@ -630,8 +379,8 @@ static size_t arenas_unmap(struct arena *rel)
 		memset(a->slabs, 0, first < table ? first : table);
 	}
 	ulock_lock(&os_lock);
-	H.munmap_calls += calls;
-	H.purged += bytes;
+	os_fig.munmap_calls += calls;
+	os_fig.purged += bytes;
 	while (rel) {
 		struct arena **pool;
 
@@ -739,7 +488,7 @@ static struct slab *heap_take(size_t n, unsigned int align_order)
 	USLAB_ASSERT(k <= HEAP_ORDER_MAX);
 	ulock_lock(&os_lock);
 	for (;;) {
-		for (a = heap; a; a = a->next)
+		for (a = os_arenas; a; a = a->next)
 			if (a->free_orders >> k)
 				break;
 		if (a)
@@ -772,8 +521,8 @@ static struct slab *heap_take(size_t n, unsigned int align_order)
 		buddy_put_range(a, i + n, (1ul << k) - n); /* the rest, at once */
 	d = pages_unfree(a, i, n);
 	a->used += n;
-	H.used += n * PAGE_SIZE;
-	H.taken += n;
+	os_fig.used += n * PAGE_SIZE;
+	os_fig.taken += n;
 	s = desc_head(a, i, !d);
 	tails_set(s, 1, n);
 	ulock_unlock(&os_lock);
@@ -862,10 +611,10 @@ static struct slab *huge_alloc(size_t bytes)
 	ulock_lock(&os_lock);
 	s->cache = NULL;
 	s = desc_head(a, 0, true);
-	H.nhuge++;
-	H.mapped += size;
-	H.used += bytes;
-	H.huge += bytes;
+	os_fig.nhuge++;
+	os_fig.mapped += size;
+	os_fig.used += bytes;
+	os_fig.huge += bytes;
 	map_set(a, a->base, a->size, a);
 	ulock_unlock(&os_lock);
 	return s;
@@ -889,263 +638,6 @@ struct slab *os_large_alloc(size_t bytes, size_t align)
 	return s;
 }
 
-/* ----------------------------------------------------------------- purge */
-
-/* Under os_lock: the candidate pages of word @w of @a: dirty, and old unless @all. */
-static inline uint64_t purge_word(const struct arena *a, size_t w, bool all)
-{
-	return all ? a->dirty[w] : a->dirty[w] & ~a->young[w];
-}
-
-/*
- * purge_pick - carve up to PURGE_RUNS runs of dirty pages (all of them
- * with @all, else those older than a tick, the first @keep of them
- * skipped: lowest addresses, which are taken first), at most *@budget
- * pages, into @b, on the in-flight list. With USLAB_HUGEPAGES (not @all)
- * only whole free 2 MiB regions. Under os_lock. Return: runs picked.
- */
-static unsigned int purge_pick(struct pbatch *b, bool all, size_t keep, size_t *budget)
-{
-	/*
-	 * Each call scans from the start again: the pages kept stay dirty and
-	 * old, so skipping @keep of them again keeps the same ones (pages
-	 * freed meanwhile are young, not candidates).
-	 */
-	b->n = 0;
-	USLAB_ASSERT_HELD(&os_lock);
-	for (struct arena *a = heap; a && b->n < PURGE_RUNS && *budget; a = a->next) {
-		size_t i = 0;
-
-		if (!a->ndirty)
-			continue;
-		while (i < ARENA_PAGES && b->n < PURGE_RUNS && *budget) {
-			size_t w = i / 64, start, n, lim, limit = ARENA_PAGES;
-			uint64_t m = purge_word(a, w, all) & (~0ull << (i % 64));
-
-			if (usl_opt.hugepages && !all) {
-				/* Only a 2 MiB region all free: a huge page is not split. */
-				size_t c = w / (HUGE_PAGES / 64) * (HUGE_PAGES / 64);
-				bool whole = true;
-
-				for (size_t x = c; x < c + HUGE_PAGES / 64; x++)
-					whole &= a->freemap[x] == ~0ull;
-				limit = (c + HUGE_PAGES / 64) * 64;
-				if (!whole) {
-					i = limit;
-					continue;
-				}
-			}
-			if (!m) {
-				i = (w + 1) * 64;
-				continue;
-			}
-			start = w * 64 + (size_t)__builtin_ctzll(m);
-			/* The run: candidates from @start on, across words (@keep + *@budget, saturated). */
-			lim = *budget > SIZE_MAX - keep ? SIZE_MAX : keep + *budget;
-			n = 0;
-			while (start + n < limit && bit_test(a->dirty, start + n) &&
-			       (all || !bit_test(a->young, start + n)) && n < lim)
-				n++;
-			i = start + n;
-			if (keep) {
-				size_t k = keep < n ? keep : n;
-
-				keep -= k;
-				start += k;
-				n -= k;
-				if (!n)
-					continue;
-			}
-			heap_carve(a, start, n);
-			a->npurging++;
-			*budget -= n;
-			b->r[b->n++] = (struct prun){ a, (uint32_t)start, (uint32_t)n };
-		}
-	}
-	if (b->n) {
-		b->next = inflight;
-		inflight = b;
-	}
-	return b->n;
-}
-
-/* Give the picked runs' pages back to the kernel. Outside os_lock. */
-static void purge_madvise(const struct pbatch *b)
-{
-	USLAB_ASSERT(!ulock_owned(&os_lock));
-	for (unsigned int r = 0; r < b->n; r++)
-		madvise((void *)(b->r[r].a->base + ((uintptr_t)b->r[r].idx << PAGE_SHIFT)),
-			(size_t)b->r[r].n << PAGE_SHIFT, MADV_DONTNEED);
-}
-
-/* The runs are free and clean; arenas left idle detached onto *@rel. Under os_lock. Return: bytes. */
-static size_t purge_done(struct pbatch *b, struct arena **rel)
-{
-	struct pbatch **pp = &inflight;
-	size_t bytes = 0;
-
-	USLAB_ASSERT_HELD(&os_lock);
-	while (*pp != b)
-		pp = &(*pp)->next;
-	*pp = b->next;
-	for (unsigned int r = 0; r < b->n; r++) {
-		struct arena *a = b->r[r].a;
-
-		USLAB_ASSERT(a->npurging);
-		heap_give(a, b->r[r].idx, b->r[r].n, false);
-		a->npurging--;
-		bytes += (size_t)b->r[r].n << PAGE_SHIFT;
-		heap_check_idle(a, rel);
-	}
-	H.madvise_calls += b->n;
-	H.purged += bytes;
-	return bytes;
-}
-
-/*
- * purge_pass - purge dirty pages (see purge_pick) in batches, dropping
- * os_lock for the system calls, up to @budget pages; then unmap arenas
- * left idle. Called without os_lock. Return: bytes given back.
- */
-static size_t purge_pass(bool all, size_t keep, size_t budget)
-{
-	struct pbatch b;
-	struct arena *rel = NULL;
-	size_t bytes = 0;
-
-	ulock_lock(&os_lock);
-	if (all) {
-		/* Idle clean arenas too (an arena emptied with no purge to do). */
-		for (struct arena *a = heap, *next; a; a = next) {
-			next = a->next;
-			heap_check_idle(a, &rel);
-		}
-	}
-	while (budget && purge_pick(&b, all, keep, &budget)) {
-		ulock_unlock(&os_lock);
-		purge_madvise(&b);
-		ulock_lock(&os_lock);
-		bytes += purge_done(&b, &rel);
-	}
-	ulock_unlock(&os_lock);
-	return bytes + arenas_unmap(rel);
-}
-
-size_t os_purge(void)
-{
-	return purge_pass(true, 0, SIZE_MAX);
-}
-
-/* ----------------------------------------------------------------- decay */
-
-/* Ticks in DEMAND_WINDOW_MS at USLAB_PURGE_DELAY_MS: 1 to DEMAND_TICKS. */
-static unsigned int demand_ticks(void)
-{
-	unsigned int ms = usl_opt.purge_delay_ms ? usl_opt.purge_delay_ms : 1;
-	unsigned int t = DEMAND_WINDOW_MS / ms;
-
-	return t < 1 ? 1 : t > DEMAND_TICKS ? DEMAND_TICKS : t;
-}
-
-/*
- * os_decay_step - one tick: purge what is old beyond the recent demand
- * (at most @budget pages), then age the young. Without os_lock. The decay
- * thread's, the frees' when it cannot run, and unit_os's.
- * Return: whether anything stays retained.
- */
-bool os_decay_step(size_t budget)
-{
-	size_t keep;
-	bool more;
-
-	unsigned int ticks = demand_ticks();
-
-	ulock_lock(&os_lock);
-	H.demand[H.demand_at++ % ticks] = H.taken - H.taken_tick;
-	H.taken_tick = H.taken;
-	keep = 0;
-	for (unsigned int t = 0; t < ticks; t++)
-		keep = H.demand[t] > keep ? (size_t)H.demand[t] : keep;
-	ulock_unlock(&os_lock);
-	purge_pass(false, keep, budget);
-	ulock_lock(&os_lock);
-	for (struct arena *a = heap; a; a = a->next)
-		if (a->ndirty)
-			memset(a->young, 0, sizeof(a->young));
-	more = H.retained != 0;
-	ulock_unlock(&os_lock);
-	return more;
-}
-
-/*
- * The decay thread. It lingers for a demand window's worth of idle ticks
- * (DEMAND_WINDOW_MS) before it exits: at a 20 ms tick a program that frees
- * in bursts would otherwise start and stop a thread several times a
- * second, and a start from a thread that is itself exiting (a key
- * destructor that frees) is what AddressSanitizer's thread bookkeeping
- * handles worst.
- */
-static void *decay_main(void *arg)
-{
-	unsigned int idle = 0;
-
-	(void)arg;
-	for (;;) {
-		unsigned int ms = usl_opt.purge_delay_ms ? usl_opt.purge_delay_ms : 1;
-		struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000 };
-
-		nanosleep(&ts, NULL);
-		if (os_decay_step(SIZE_MAX)) {
-			idle = 0;
-			continue;
-		}
-		if (++idle < demand_ticks())
-			continue;
-		/* Nothing retained: stop, unless a free came since (it saw the thread running). */
-		ulock_lock(&os_lock);
-		if (!H.retained) {
-			__atomic_store_n(&D.running, false, __ATOMIC_RELEASE);
-			WRITE_ONCE(os_decay_need, false);
-			ulock_unlock(&os_lock);
-			return NULL;
-		}
-		ulock_unlock(&os_lock);
-	}
-}
-
-void os_decay_start(void)
-{
-	uint64_t now = now_ms();
-	int err;
-
-	ulock_lock(&os_lock);
-	if (D.running || D.no_thread || now < D.retry_ms || !os_decay_need) {
-		ulock_unlock(&os_lock);
-		return;
-	}
-	__atomic_store_n(&D.running, true, __ATOMIC_RELAXED);
-	WRITE_ONCE(os_decay_need, false);
-	ulock_unlock(&os_lock);
-
-	err = usl_thread_detached(decay_main);
-	ulock_lock(&os_lock);
-	if (err) {
-		/* Frees run the ticks themselves meanwhile, a bounded batch each. */
-		__atomic_store_n(&D.running, false, __ATOMIC_RELAXED);
-		WRITE_ONCE(os_decay_need, true);
-		D.retry_ms = now + 100;
-		D.inline_decay = true;
-	} else {
-		D.inline_decay = false;
-	}
-	ulock_unlock(&os_lock);
-}
-
-bool os_decay_running(void)
-{
-	return __atomic_load_n(&D.running, __ATOMIC_ACQUIRE);
-}
-
 /* ------------------------------------------------------------------ free */
 
 /* A huge object's mapping goes. */
@@ -1156,10 +648,10 @@ static void huge_free(struct slab *s)
 	USLAB_ASSERT(a && a->huge && s == &a->slabs[0]);
 	ulock_lock(&os_lock);
 	s->state = SLAB_FREE;
-	H.nhuge--;
-	H.mapped -= a->size;
-	H.used -= s->large_size;
-	H.huge -= s->large_size;
+	os_fig.nhuge--;
+	os_fig.mapped -= a->size;
+	os_fig.used -= s->large_size;
+	os_fig.huge -= s->large_size;
 	a->used = s->large_size >> PAGE_SHIFT; /* (what arenas_unmap counts as given back) */
 	map_set(a, a->base, a->size, NULL);
 	a->next = NULL;
@@ -1170,8 +662,8 @@ static void huge_free(struct slab *s)
 void os_slab_free(struct slab *s)
 {
 	struct arena *a = arena_of(s->base);
+	enum decay_todo todo;
 	size_t n, i;
-	bool over, now, step = false;
 
 	/* A slab os gave (NEW), or its cache let go of (FREE): not twice. */
 	USLAB_ASSERT(!s->cache && (s->state == SLAB_NEW || s->state == SLAB_FREE));
@@ -1188,33 +680,16 @@ void os_slab_free(struct slab *s)
 	tails_clear(s, 1, n);
 	s->freelist = NULL;
 	s->nfree = s->bump = s->objects = 0;
-	USLAB_ASSERT(a->used >= n && H.used >= n * PAGE_SIZE);
+	USLAB_ASSERT(a->used >= n && os_fig.used >= n * PAGE_SIZE);
 	a->used -= n;
-	H.used -= n * PAGE_SIZE;
+	os_fig.used -= n * PAGE_SIZE;
 	heap_give(a, i, n, !s->moved);
 	s->large = 0;
 	s->moved = 0;
 	s->state = SLAB_FREE;
-	now = !usl_opt.purge_delay_ms; /* purged below: no thread needed */
-	if (!D.running && !D.no_thread && !now)
-		WRITE_ONCE(os_decay_need, true);
-	if (unlikely(D.inline_decay)) {
-		/* No decay thread: this free runs a due tick (a bounded batch). */
-		uint64_t t = now_ms();
-
-		if (t >= D.next_ms) {
-			D.next_ms = t + usl_opt.purge_delay_ms;
-			step = true;
-		}
-	}
-	over = H.retained > (size_t)usl_opt.retain_kb << 10;
+	todo = decay_freed_locked();
 	ulock_unlock(&os_lock);
-	if (unlikely(now))
-		purge_pass(true, 0, SIZE_MAX);
-	else if (unlikely(over))
-		purge_pass(true, 0, PURGE_BATCH_PAGES);
-	else if (unlikely(step))
-		os_decay_step(PURGE_BATCH_PAGES);
+	decay_after_free(todo);
 }
 
 /* ---------------------------------------------------------------- resize */
@@ -1228,16 +703,16 @@ static bool huge_resize(struct slab *s, size_t bytes)
 	void *q;
 
 	if (size < bytes || bytes <= HEAP_MAX_BYTES)
-		return false; /* (small enough for the heap: moved there) */
+		return false; /* (small enough for the os_arenas: moved there) */
 	if (size < old) {
 		ulock_lock(&os_lock);
 		map_set(a, base + size, old - size, NULL);
 		a->size = size;
-		H.mapped -= old - size;
-		H.used += bytes - s->large_size;
-		H.huge += bytes - s->large_size;
-		H.munmap_calls++;
-		H.purged += s->large_size > size ? s->large_size - size : 0;
+		os_fig.mapped -= old - size;
+		os_fig.used += bytes - s->large_size;
+		os_fig.huge += bytes - s->large_size;
+		os_fig.munmap_calls++;
+		os_fig.purged += s->large_size > size ? s->large_size - size : 0;
 		ulock_unlock(&os_lock);
 		munmap((void *)(base + size), old - size);
 		return true;
@@ -1261,16 +736,16 @@ static bool huge_resize(struct slab *s, size_t bytes)
 		a->size = size;
 		__atomic_store_n(&s->base, (char *)q, __ATOMIC_RELAXED);
 		map_set(a, a->base, size, a);
-		H.mapped += size - old;
-		H.mremap_calls++;
-		H.used += bytes - s->large_size;
-		H.huge += bytes - s->large_size;
+		os_fig.mapped += size - old;
+		os_fig.mremap_calls++;
+		os_fig.used += bytes - s->large_size;
+		os_fig.huge += bytes - s->large_size;
 		ulock_unlock(&os_lock);
 		return true;
 	}
 	ulock_lock(&os_lock);
-	H.used += bytes - s->large_size;
-	H.huge += bytes - s->large_size;
+	os_fig.used += bytes - s->large_size;
+	os_fig.huge += bytes - s->large_size;
 	ulock_unlock(&os_lock);
 	return true;
 }
@@ -1294,16 +769,15 @@ bool os_large_resize(struct slab *s, size_t bytes)
 		/* The pages past @m are free (dirty); lookups there now read free pages. */
 		tails_clear(s, m, n);
 		a->used -= n - m;
-		H.used -= (n - m) * PAGE_SIZE;
+		os_fig.used -= (n - m) * PAGE_SIZE;
 		heap_give(a, i + m, n - m, true);
-		if (!D.running && !D.no_thread)
-			WRITE_ONCE(os_decay_need, true);
+		decay_dirty_locked();
 	} else if (m > n && i + m <= ARENA_PAGES && bits_count(a->freemap, i + n, m - n) == m - n) {
 		heap_carve(a, i + n, m - n);
 		a->used += m - n;
-		H.used += (m - n) * PAGE_SIZE;
-		H.taken += m - n;
-		H.grown_in_place++;
+		os_fig.used += (m - n) * PAGE_SIZE;
+		os_fig.taken += m - n;
+		os_fig.grown_in_place++;
 		tails_set(s, n, m);
 	} else if (m > n) {
 		ok = false;
@@ -1349,7 +823,7 @@ bool os_large_move(struct slab *to, struct slab *from)
 		return false;
 	}
 	ulock_lock(&os_lock);
-	H.mremap_calls++;
+	os_fig.mremap_calls++;
 	from->moved = 1; /* its pages are fresh: freed clean */
 	ulock_unlock(&os_lock);
 	return true;
@@ -1369,10 +843,10 @@ static void os_check(void)
 	size_t retained = 0, used = 0, narenas = 0, purging = 0;
 
 	USLAB_ASSERT_HELD(&os_lock);
-	for (struct pbatch *b = inflight; b; b = b->next)
+	for (struct pbatch *b = os_inflight; b; b = b->next)
 		for (unsigned int r = 0; r < b->n; r++)
 			purging += b->r[r].n;
-	for (struct arena *a = heap; a; a = a->next) {
+	for (struct arena *a = os_arenas; a; a = a->next) {
 		size_t nfree = 0, nblk = 0;
 
 		USLAB_ASSERT_EXPENSIVE(!a->huge && arena_of((void *)a->base) == a);
@@ -1396,7 +870,8 @@ static void os_check(void)
 		narenas++;
 		(void)purging;
 	}
-	USLAB_ASSERT_EXPENSIVE(retained * PAGE_SIZE == H.retained && narenas == H.narenas);
+	USLAB_ASSERT_EXPENSIVE(retained * PAGE_SIZE == os_fig.retained &&
+			       narenas == os_fig.narenas);
 	(void)used;
 #endif
 }
@@ -1407,7 +882,7 @@ size_t os_dirty_bytes(void)
 
 	ulock_lock(&os_lock);
 	os_check();
-	n = H.retained;
+	n = os_fig.retained;
 	ulock_unlock(&os_lock);
 	return n;
 }
@@ -1418,7 +893,7 @@ size_t os_arena_count(void)
 
 	ulock_lock(&os_lock);
 	os_check();
-	n = H.narenas;
+	n = os_fig.narenas;
 	ulock_unlock(&os_lock);
 	return n;
 }
@@ -1428,33 +903,18 @@ void os_heap_stats(struct uslab_heap_stats *st)
 	ulock_lock(&os_lock);
 	os_check();
 	memset(st, 0, sizeof(*st));
-	st->mapped_bytes = H.mapped;
-	st->used_bytes = H.used;
-	st->retained_bytes = H.retained;
-	st->purged_bytes = H.purged;
-	st->madvise_calls = H.madvise_calls;
-	st->munmap_calls = H.munmap_calls;
-	st->mremap_calls = H.mremap_calls;
-	st->grown_in_place = H.grown_in_place;
-	st->arenas = H.narenas;
-	st->huge_objects = H.nhuge;
-	st->huge_bytes = H.huge;
+	st->mapped_bytes = os_fig.mapped;
+	st->used_bytes = os_fig.used;
+	st->retained_bytes = os_fig.retained;
+	st->purged_bytes = os_fig.purged;
+	st->madvise_calls = os_fig.madvise_calls;
+	st->munmap_calls = os_fig.munmap_calls;
+	st->mremap_calls = os_fig.mremap_calls;
+	st->grown_in_place = os_fig.grown_in_place;
+	st->arenas = os_fig.narenas;
+	st->huge_objects = os_fig.nhuge;
+	st->huge_bytes = os_fig.huge;
 	ulock_unlock(&os_lock);
-}
-
-/*
- * os_slab_prefetch - start loading the descriptor of the page holding @p
- * (a hint: nothing is read but the registry, nothing checked).
- */
-void os_slab_prefetch(const void *p)
-{
-	uintptr_t a = (uintptr_t)p, e;
-
-	if (unlikely(a >> VA_BITS))
-		return;
-	e = __atomic_load_n(&slab_map[a >> ARENA_SHIFT], __ATOMIC_RELAXED);
-	if (e)
-		__builtin_prefetch(slab_desc(a, e), 1);
 }
 
 /* ------------------------------------------------------------------ fork */
@@ -1471,53 +931,6 @@ void os_fork_parent(void)
 
 void os_fork_child(void)
 {
-	/*
-	 * Purges other threads had in flight never finish here, and their
-	 * madvise may not have happened before the fork: free and dirty again.
-	 */
-	while (inflight) {
-		struct pbatch *b = inflight;
-
-		inflight = b->next;
-		for (unsigned int r = 0; r < b->n; r++) {
-			USLAB_ASSERT(b->r[r].a->npurging);
-			heap_give(b->r[r].a, b->r[r].idx, b->r[r].n, true);
-			b->r[r].a->npurging--;
-		}
-	}
-	/*
-	 * No decay thread here. The child starts its own at its first
-	 * os_kick() with pages retained, as a new process does (a child that
-	 * only calls exec or _exit makes no such call; a daemon that forks
-	 * once at start-up gets one). Under ThreadSanitizer it starts none (TSan
-	 * refuses threads after a threaded fork): its frees run the ticks, a
-	 * bounded batch each, as when a thread cannot start.
-	 */
-	D.running = false;
-#if defined(__SANITIZE_THREAD__)
-	D.no_thread = true;
-#endif
-	D.inline_decay = D.no_thread;
-	D.next_ms = 0;
-	D.retry_ms = 0;
-	WRITE_ONCE(os_decay_need, !D.no_thread && H.retained != 0);
+	decay_fork_child();
 	ulock_init(&os_lock);
-}
-
-/* ---------------------------------------------------------------- public */
-
-int uslab_owns(const void *p)
-{
-	return os_slab_lookup(p) != NULL || (guard_owns(p) && guard_object(p, NULL, NULL));
-}
-
-void *uslab_slab_of(const void *p)
-{
-	struct slab *s = os_slab_lookup(p);
-	void *obj;
-
-	if (unlikely(!s && guard_owns(p))) /* a sampled object: its page */
-		return guard_object(p, &obj, NULL) ? (void *)ALIGN_DOWN((uintptr_t)obj, PAGE_SIZE) :
-						     NULL;
-	return s ? s->base : NULL;
 }

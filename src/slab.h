@@ -136,7 +136,6 @@ INTERNAL void slab_debug_rcu_done(void *const *objs, size_t n);
 INTERNAL void slab_debug_set_size(struct uslab_cache *c, void *obj, size_t size);
 INTERNAL size_t slab_debug_size(const struct uslab_cache *c, const void *obj);
 INTERNAL bool slab_debug_allocated(const struct uslab_cache *c, const void *obj, const char *call);
-INTERNAL void slab_debug_fork_child(void);
 INTERNAL unsigned long slab_debug_check_slab(struct uslab_cache *c, struct slab *s);
 INTERNAL unsigned long slab_debug_list_live(struct uslab_cache *c, struct slab *s,
 					    unsigned long *budget);

@@ -58,15 +58,13 @@
  * on (a bad free is ignored, clobbered bytes are restored).
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
-#include <link.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <unwind.h>
 
 #include "cache.h" /* the cache descriptor they read: an exception in base.h */
 
@@ -138,9 +136,6 @@ static bool memcheck;
 			req;            \
 	} while (0)
 
-/* The library's own code, skipped at the top of a backtrace. */
-static uintptr_t lib_start, lib_end;
-
 /*
  * The program's call site of the check running on this thread (the
  * alloc or free of one object): a report's backtrace starts there.
@@ -190,7 +185,7 @@ unsigned int slab_debug_flags(const char *name, unsigned int flags, bool bound)
 	if (bound)
 		d &= ~USLAB_POISON;
 	if (d && !__atomic_load_n(&slab_debug_on, __ATOMIC_RELAXED)) {
-		usl_code_range(&lib_start, &lib_end);
+		usl_backtrace_init();
 		__atomic_store_n(&slab_debug_on, true, __ATOMIC_RELEASE);
 	}
 	return d;
@@ -294,35 +289,6 @@ static inline const unsigned char *first_not(const void *p, int v, size_t n)
 	return i < n ? b + i : NULL;
 }
 
-struct bt {
-	void **addrs;
-	unsigned int n, max, skipping;
-};
-
-static _Unwind_Reason_Code bt_step(struct _Unwind_Context *ctx, void *arg)
-{
-	struct bt *b = arg;
-	uintptr_t ip = _Unwind_GetIP(ctx);
-
-	if (!ip)
-		return _URC_END_OF_STACK;
-	/* The library's own frames first: skipped, the caller is what matters. */
-	if (b->skipping && ip - lib_start < lib_end - lib_start)
-		return _URC_NO_REASON;
-	b->skipping = 0;
-	b->addrs[b->n++] = (void *)ip;
-	return b->n == b->max ? _URC_END_OF_STACK : _URC_NO_REASON;
-}
-
-/* The calling thread's backtrace below the library into @addrs. Return: frames. */
-static unsigned int backtrace_caller(void **addrs, unsigned int max)
-{
-	struct bt b = { addrs, 0, max, 1 };
-
-	_Unwind_Backtrace(bt_step, &b);
-	return b.n;
-}
-
 /*
  * The time of a track: the coarse clock (the kernel's tick, a few ms, as
  * SLUB's jiffies) costs a few loads; CLOCK_MONOTONIC was a fifth of the
@@ -336,41 +302,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* This thread's id (gettid() is a system call: once per thread). */
-static __thread uint32_t tls_tid;
-
-static uint32_t thread_id(void)
-{
-	if (unlikely(!tls_tid))
-		tls_tid = (uint32_t)gettid();
-	return tls_tid;
-}
-
-/* In a forked child (init.c's handler, on its one thread): its own id. */
-void slab_debug_fork_child(void)
-{
-	tls_tid = 0;
-}
-
-static unsigned int first_caller(void *const *addrs, unsigned int n);
-
-static bool in_uslab_function(void *a);
-
-/*
- * Whether @site can stand for the call: a return address outside the
- * library's code (linked statically, its range is not known: outside an
- * exported uslab_* function as far as dladdr tells; a build without tail
- * calls, such as ThreadSanitizer's, returns into uslab_cache_alloc).
- */
-static inline bool site_ok(const void *site)
-{
-	if (!site)
-		return false;
-	if (lib_end)
-		return (uintptr_t)site - lib_start >= lib_end - lib_start;
-	return !in_uslab_function((void *)site);
-}
-
 /*
  * The program's call site of the current call by a DWARF unwind: for the
  * paths that pass none (bulk, magazines, deferred frees), once per call.
@@ -378,9 +309,9 @@ static inline bool site_ok(const void *site)
 static void *unwind_site(void)
 {
 	void *addrs[TRACK_DEPTH];
-	unsigned int n = backtrace_caller(addrs, lib_end ? 1 : TRACK_DEPTH);
+	unsigned int n = usl_backtrace(addrs, usl_backtrace_skips() ? 1 : TRACK_DEPTH);
 
-	return n ? addrs[first_caller(addrs, n)] : NULL;
+	return n ? addrs[usl_first_caller(addrs, n)] : NULL;
 }
 
 /* Record the call at @site (NULL, or inside the library: unwound) in @obj's track @which. */
@@ -392,63 +323,13 @@ static void track_set(const struct uslab_cache *c, void *obj, int which, const v
 		return;
 	t = track_of(c, obj, which);
 	if (unlikely(track_frames() > 1)) {
-		t->depth = backtrace_caller(t->addrs, track_frames());
+		t->depth = usl_backtrace(t->addrs, track_frames());
 	} else {
-		t->addrs[0] = site_ok(site) ? (void *)site : unwind_site();
+		t->addrs[0] = usl_site_ok(site) ? (void *)site : unwind_site();
 		t->depth = t->addrs[0] != NULL;
 	}
 	t->when_ns = now_ns();
-	t->tid = thread_id();
-}
-
-/*
- * Whether return address @a is in an exported uslab_* function (dladdr),
- * remembered per thread: dladdr searches the symbol table, and the sites
- * of a program's bulk calls repeat (U with one frame, linked statically:
- * without this cache the stress test ran 3.5 times slower).
- */
-static bool in_uslab_function(void *a)
-{
-	static __thread struct {
-		void *addr;
-		bool ours;
-	} memo[64];
-	unsigned int h = (unsigned int)(((uintptr_t)a * 0x9e3779b97f4a7c15ull) >> 58);
-	Dl_info info;
-
-	if (memo[h].addr == a)
-		return memo[h].ours;
-	memo[h].addr = a;
-	memo[h].ours = dladdr((char *)a - 1, &info) && info.dli_sname &&
-		       !strncmp(info.dli_sname, "uslab_", 6);
-	return memo[h].ours;
-}
-
-/*
- * The first frame of @addrs[0..n) that is the program's. Linked as a
- * shared library, the capture skipped uslab's frames already (its code's
- * range is known); linked statically, the frames up to the outermost one
- * in an exported uslab_* function are uslab's (named when the program is
- * linked with -rdynamic; if none is, every frame is shown).
- */
-static unsigned int first_caller(void *const *addrs, unsigned int n)
-{
-	unsigned int first = 0;
-
-	if (lib_end)
-		return 0;
-	for (unsigned int i = 0; i < n && i < 10; i++)
-		if (in_uslab_function(addrs[i]))
-			first = i + 1;
-	return first < n ? first : 0;
-}
-
-static void print_backtrace(void *const *addrs, unsigned int n)
-{
-	char buf[320];
-
-	for (unsigned int i = first_caller(addrs, n), k = 0; i < n; i++, k++)
-		usl_report_line("    #%u %s", k, usl_symbolise(addrs[i], buf, sizeof(buf)));
+	t->tid = usl_tid();
 }
 
 /* @now: one time for the whole report, so the two ages compare. */
@@ -462,7 +343,7 @@ static void print_track(const struct uslab_cache *c, const void *obj, int which,
 	}
 	usl_report_line("  %s by thread %u, %.6f s ago:", which ? "last freed" : "allocated",
 			t->tid, (double)(now - t->when_ns) / 1e9);
-	print_backtrace(t->addrs, t->depth);
+	usl_print_backtrace(t->addrs, t->depth, UINT_MAX);
 }
 
 /* Up to 64 bytes from @from (rounded down to 16) in hex, as offsets into the object. */
@@ -511,21 +392,21 @@ static bool report_key(const struct uslab_cache *c, const void *addr, const char
 		       const char *fmt, ...)
 {
 	void *addrs[TRACK_DEPTH];
-	unsigned int n = backtrace_caller(addrs, TRACK_DEPTH), first;
+	unsigned int n = usl_backtrace(addrs, TRACK_DEPTH), first;
 	char line[256];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	first = n ? first_caller(addrs, n) : 0;
+	first = n ? usl_first_caller(addrs, n) : 0;
 	for (unsigned int i = 0; report_site && i < n; i++)
 		if (addrs[i] == report_site)
 			first = i; /* (a tail call may have left no uslab_* frame to find it by) */
 	if (!usl_report(c, addr, n ? addrs[first] : NULL, key, "%s", line))
 		return false;
-	usl_report_line("  this call, by thread %u:", thread_id());
-	print_backtrace(addrs + first, n - first);
+	usl_report_line("  this call, by thread %u:", usl_tid());
+	usl_print_backtrace(addrs + first, n - first, UINT_MAX);
 	return true;
 }
 
@@ -1048,7 +929,7 @@ unsigned long slab_debug_list_live(struct uslab_cache *c, struct slab *s, unsign
 		else
 			usl_warn("cache %s: object %p still allocated, by thread %u at %s", c->name,
 				 obj, t->tid,
-				 usl_symbolise(t->addrs[first_caller(t->addrs, t->depth)], buf,
+				 usl_symbolise(t->addrs[usl_first_caller(t->addrs, t->depth)], buf,
 					       sizeof(buf)));
 	}
 	return live;
