@@ -15,8 +15,9 @@
  *
  * The adaptive depth. max_full starts at full_min (USLAB_BARN_MAX_FULL)
  * and grows by one sheaf each time a thread finds no full sheaf within
- * USLAB_SHEAF_DECAY_MS of the barn refusing one (barn_refused(),
- * barn_missed(): objects just flushed to slabs are read back), while the
+ * USLAB_SHEAF_DECAY_MS of the barn refusing that thread a run of sheaves
+ * as long as its depth (barn_refused(), barn_missed(): objects it just
+ * flushed to slabs are read back), while the
  * full sheaves at that depth hold at most full_bytes (USLAB_BARN_MAX_MB)
  * of objects. Once it has not grown for an interval, what it has above
  * full_min halves per interval (shallow_locked(), from the trades'
@@ -126,6 +127,8 @@ void barn_init(struct barn *b, unsigned int max_full, unsigned int max_empty)
 	b->full_grows = b->full_shrinks = 0;
 	b->full_bytes = 0; /* no growth until barn_adapt_init() */
 	b->refused_ns = b->deep_ns = 0;
+	b->refused_run = 0;
+	b->regrow = false;
 }
 
 static struct sheaf *pop_locked(struct barn *b, struct sheaf **stack, unsigned int *nr);
@@ -281,6 +284,14 @@ static inline void trade_locked(struct barn *b, struct sheaf **out)
 
 /* ---------------------------------------------------- adaptive depth */
 
+/* The calling thread, as the depth tells threads apart (an address of its own). */
+static uintptr_t barn_self(void)
+{
+	static __thread char self;
+
+	return (uintptr_t)&self;
+}
+
 /*
  * A full sheaf was refused for lack of room (the caller flushes it to
  * slabs): remember when, for barn_missed(). No lock (a racy store of a
@@ -288,20 +299,30 @@ static inline void trade_locked(struct barn *b, struct sheaf **out)
  */
 static void barn_refused(struct barn *b)
 {
-	if (b->full_bytes)
+	if (b->full_bytes) {
 		__atomic_store_n(&b->refused_ns, barn_now_ns(), __ATOMIC_RELAXED);
+		__atomic_store_n(&b->refused_by, barn_self(), __ATOMIC_RELAXED);
+		__atomic_fetch_add(&b->refused_run, 1, __ATOMIC_RELAXED);
+	}
 }
 
 /*
- * A thread found no full sheaf and refills from slabs. If the barn refused
- * a full sheaf (flushed it to slabs) within the last USLAB_SHEAF_DECAY_MS,
- * the objects now read back from slabs could have stayed in sheaves: one
- * more sheaf of depth, while its objects fit in USLAB_BARN_MAX_MB. No lock
- * held.
+ * A thread found no full sheaf and refills from slabs. If the barn last
+ * refused this thread a run of full sheaves as long as its depth or
+ * longer (a freed set of twice what it holds, flushed to slabs) within the
+ * last USLAB_SHEAF_DECAY_MS, the objects it now reads back from slabs
+ * could have stayed in sheaves: one more sheaf of depth per such miss
+ * until the barn refuses again, while its objects fit in
+ * USLAB_BARN_MAX_MB. Short runs (two threads trading through a barn now
+ * full, now empty) grow nothing, nor do another thread's refusals: a
+ * consumer's frees (or the deferred frees' monitor, in bulk after a grace
+ * period) come back to a producer through slabs in slab order, which
+ * measured faster than through a deep barn (doc/design.md). No lock held.
  */
 static void barn_missed(struct barn *b)
 {
 	uint64_t refused = __atomic_load_n(&b->refused_ns, __ATOMIC_RELAXED), now, bytes;
+	unsigned int run;
 
 	if (!refused)
 		return;
@@ -310,15 +331,20 @@ static void barn_missed(struct barn *b)
 		__atomic_store_n(&b->refused_ns, 0, __ATOMIC_RELAXED); /* not lately */
 		return;
 	}
+	run = __atomic_exchange_n(&b->refused_run, 0, __ATOMIC_RELAXED);
 	barn_lock(b);
+	/* A new run of refusals since the last miss: long enough, and this thread's own? */
+	if (run)
+		b->regrow = run >= b->max_full &&
+			    __atomic_load_n(&b->refused_by, __ATOMIC_RELAXED) == barn_self();
 	bytes = (uint64_t)(b->max_full + 1) * b->capacity * barn_cache(b)->size;
-	if (bytes <= b->full_bytes && b->max_full < DEPTH_MOST) {
+	if (b->regrow && bytes <= b->full_bytes && b->max_full < DEPTH_MOST) {
 		if (b->max_full == b->full_min)
 			__atomic_store_n(&barn_monitor_need, true, __ATOMIC_RELAXED); /* decay it */
 		WRITE_ONCE(b->max_full, b->max_full + 1);
 		b->full_grows++;
+		b->deep_ns = now;
 	}
-	b->deep_ns = now;
 	barn_unlock(b);
 }
 
@@ -691,6 +717,8 @@ void barn_drain(struct uslab_cache *c)
 	}
 	WRITE_ONCE(b->max_full, b->full_min);
 	__atomic_store_n(&b->refused_ns, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&b->refused_run, 0, __ATOMIC_RELAXED);
+	b->regrow = false;
 	barn_unlock(b);
 
 	for (; full; full = next) {

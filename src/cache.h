@@ -37,12 +37,15 @@ struct barn {
 	unsigned int nr_empty;
 	unsigned int max_full; /* the depth: also read without the lock */
 	unsigned int max_empty;
-	/* The adaptive depth (barn.c): under the lock; refused_ns is an atomic. */
+	/* The adaptive depth (barn.c): under the lock; refused_ns and refused_run are atomics. */
 	unsigned int full_min;	   /* the base depth; equal to max_full: no growth */
 	unsigned int full_grows;   /* depth steps up (one sheaf each) */
 	unsigned int full_shrinks; /* depth halvings */
 	uint64_t full_bytes;	   /* objects' bytes the full sheaves may hold at the most depth */
 	uint64_t refused_ns;	   /* a full sheaf was last refused at (0: not lately) */
+	unsigned int refused_run;  /* sheaves refused since a thread last missed (atomic) */
+	uintptr_t refused_by;	   /* the thread refused last (barn_self(); atomic) */
+	bool regrow;		   /* the last run of refusals was a barn's depth or more */
 	uint64_t deep_ns;	   /* the depth last grew or halved at */
 	/* The adaptive sheaf capacity (barn.c): under the lock; capacity is also read without. */
 	unsigned int capacity;	       /* of the sheaves handed out now (0: a bare barn) */

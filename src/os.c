@@ -104,7 +104,7 @@
 #include "os_heap.h"
 #include "uslab/stats.h"
 
-	struct ulock os_lock = ULOCK_INIT_RANK(LOCK_OS);
+struct ulock os_lock = ULOCK_INIT_RANK(LOCK_OS);
 struct arena *os_arenas;	/* heap arenas, by address */
 static struct arena *heap_pool; /* heap arena descriptors without memory */
 static struct arena *huge_pool; /* huge descriptors without memory */

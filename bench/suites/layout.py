@@ -24,6 +24,9 @@ DR_ROUNDS = 3
 # with the defaults.
 RESIDENT = {"USLAB_PURGE_DELAY_MS": "600000", "USLAB_RETAIN_KB": "16777216"}
 RESIDENT_TEXT = " ".join(f"{k}={v}" for k, v in RESIDENT.items())
+# The seed's table compares the layouts where they matter, at the slabs: the
+# barn's depth pinned, so an alloc-N-free-N loop is not kept whole in sheaves.
+SLAB_PATH = {"USLAB_BARN_MAX_MB": "0"}
 # The seed's kernel SLAB, kmalloc/kfree cycles: N -> (before, after) OBJFREELIST.
 SEED = {32: ("116/78", "117/78"), 64: ("121/80", "124/81"), 128: ("168/85", "130/84"),
         256: ("287/95", "177/92"), 512: ("370/117", "286/112"), 1024: ("413/156", "344/141"),
@@ -78,12 +81,14 @@ def run(h, p):
                 ly_run(h, r, [h.exe(f"drain-{peer}"), s, p.dr_n, DR_ROUNDS], env=FIRST4)
     h.log("layout: the seed's OBJFREELIST table (alloc then free, N = 32..4096), per layout")
     for r in h.repetitions(p.of_procs):
-        ly_run(h, r, [h.exe("objfreelist"), "table", p.of_loops, p.of_reps], resident=True)
+        ly_run(h, r, [h.exe("objfreelist"), "table", p.of_loops, p.of_reps], resident=True,
+               env=SLAB_PATH)
     if not goal:
         # Through the kmalloc classes: one process each way (USLAB_LAYOUT=freeptr, unset).
         ly_run(h, 1, [h.exe("objfreelist"), "kmalloc", p.of_loops, p.of_reps], resident=True,
-               env={"USLAB_LAYOUT": "freeptr"})
-        ly_run(h, 1, [h.exe("objfreelist"), "kmalloc", p.of_loops, p.of_reps], resident=True)
+               env=dict(SLAB_PATH, USLAB_LAYOUT="freeptr"))
+        ly_run(h, 1, [h.exe("objfreelist"), "kmalloc", p.of_loops, p.of_reps], resident=True,
+               env=SLAB_PATH)
     h.log("layout: metadata and slab memory per layout")
     ly_run(h, 1, [h.exe("objfreelist"), "memory", p.lm_objs])
 
@@ -130,10 +135,11 @@ def report(h, p, r):
     r.image("drain", "drain.png")
 
     r.heading(HEADINGS[1])
-    r(f"`objfreelist table {p.of_loops} {p.of_reps}` (with `{RESIDENT_TEXT}`): for each N, {p.of_loops}",
+    r(f"`objfreelist table {p.of_loops} {p.of_reps}` (with `{RESIDENT_TEXT} USLAB_BARN_MAX_MB=0`): for each N, {p.of_loops}",
       f"uslab_cache_alloc() of an N-byte object, then {p.of_loops} uslab_cache_free() in the same order;",
       "cycles per alloc / per free. One cache per N and layout, default sheaves (refilled from",
-      "and flushed to the slabs), every page of every object touched after the allocs",
+      "and flushed to the slabs: the barn's depth pinned at USLAB_BARN_MAX_FULL, since a deeper",
+      "barn keeps the freed set whole in sheaves and no layout is involved), every page of every object touched after the allocs",
       "(untimed: the seed's slabs are resident kernel memory); one untimed round per cache, then",
       f"{p.of_reps} rounds with the layouts in turn, medians; {p.of_procs} process(es), medians.",
       "FREEPTR is \"before\", AUTO \"after\"; the last column is the seed's kernel SLAB",

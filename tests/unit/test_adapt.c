@@ -37,7 +37,10 @@
  *                  handed out once and keeps its stamp. Idle, the decay
  *                  monitor brings the depth back to its base, flushing the
  *                  excess (none lost). Freeing without allocating back
- *                  grows nothing; USLAB_BARN_MAX_MB=0 grows nothing.
+ *                  grows nothing, nor does a consumer's freeing that a
+ *                  producer on another thread allocates back (the
+ *                  grow_2threads traffic); USLAB_BARN_MAX_MB=0 grows
+ *                  nothing.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -612,6 +615,15 @@ static void depth(void)
 	CHECK(st.events[USLAB_STAT_BARN_SHRINK] >= 1 && st.active_objs >= held,
 	      "shrink steps %llu, active %lu, barn %lu",
 	      (unsigned long long)st.events[USLAB_STAT_BARN_SHRINK], st.active_objs, held);
+	finish(c);
+
+	/* Another thread's refusals: a producer's misses grow nothing. */
+	c = uslab_cache_create("adapt-depth-2t", OBJ_SIZE, NULL, 0);
+	CHECK(c, "create");
+	run_free(traffic(c, 300000, false));
+	CHECK(READ_ONCE(c->barn.max_full) == base && !c->barn.full_grows,
+	      "producer and consumer: depth %u, %u steps up", READ_ONCE(c->barn.max_full),
+	      c->barn.full_grows);
 	finish(c);
 
 	/* USLAB_BARN_MAX_MB=0: the depth is USLAB_BARN_MAX_FULL. */
