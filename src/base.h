@@ -180,6 +180,13 @@
  */
 #define NO_TAIL_CALL(v) __asm__ volatile("" : "+r"(v))
 
+/*
+ * obj_is_hole - an entry of a free array that frees nothing: NULL, or the
+ * pointer a 0-byte allocation returns (USLAB_ZERO_SIZE_PTR: every free of
+ * <uslab.h> skips it). The lower layers know holes, not who makes them.
+ */
+#define obj_is_hole(p) uslab_priv_is_hole(p)
+
 /* The position of the highest bit set, 1-based; 0 for 0 (Linux's fls()). */
 static inline unsigned int fls_uint(unsigned int x)
 {

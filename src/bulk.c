@@ -366,7 +366,7 @@ static void free_any(size_t n, void **objs)
 		uintptr_t mask, base;
 		size_t j;
 
-		if (USLAB_ZERO_OR_NULL_PTR(objs[i])) {
+		if (obj_is_hole(objs[i])) {
 			objs[i++] = NULL;
 			continue;
 		}
@@ -375,7 +375,7 @@ static void free_any(size_t n, void **objs)
 		mask = c ? ~((PAGE_SIZE << c->order) - 1) : 0;
 		base = c ? (uintptr_t)objs[i] & mask : 1; /* (1: no object matches) */
 		for (j = i + 1; j < n; j++) {
-			if (USLAB_ZERO_OR_NULL_PTR(objs[j])) {
+			if (obj_is_hole(objs[j])) {
 				objs[j] = NULL; /* (a hole in the run: skipped by both paths) */
 			} else if (((uintptr_t)objs[j] & mask) != base) {
 				if (sheaf_cache_of(objs[j]) != c)
@@ -407,7 +407,7 @@ void uslab_priv_free_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 	}
 	cache_check_live(c, "bulk free");
 	for (size_t i = 0; i < n; i++)
-		if (unlikely(objs[i] == USLAB_ZERO_SIZE_PTR))
+		if (unlikely(obj_is_hole(objs[i])))
 			objs[i] = NULL; /* the paths below know NULL holes only */
 	objs_mark_free(c, objs, n);	/* a double free stops here, at the call */
 	objs_poison(objs, n);

@@ -71,15 +71,10 @@ _Static_assert(OFFSLAB_MIN_BYTES << (OFFSLAB_CACHES - 1) == OFFSLAB_MAX_BYTES,
 	       "one cache per OFFSLAB array block size");
 static struct uslab_cache offslab_caches[OFFSLAB_CACHES];
 
-/*
- * A kmalloc class keeps at most KMALLOC_KEEP_BYTES of empty slabs (1 to 5):
- * under the malloc drop-in 80 classes with SLUB's 5..10 slabs of up to
- * 256 KiB each could pin tens of MiB the program freed.
- */
-#define KMALLOC_KEEP_BYTES (64ul << 10)
-static unsigned int kmalloc_min_partial(unsigned int order)
+/* min_partial from struct cache_shape's @keep_bytes: whole slabs of 2^@order pages, 1 to 5. */
+static unsigned int keep_min_partial(size_t keep_bytes, unsigned int order)
 {
-	unsigned long n = KMALLOC_KEEP_BYTES >> (PAGE_SHIFT + order);
+	size_t n = keep_bytes >> (PAGE_SHIFT + order);
 
 	return n < 1 ? 1 : n > 5 ? 5 : (unsigned int)n;
 }
@@ -184,7 +179,7 @@ void uslab_priv_double_free(struct uslab_cache *c, const void *obj)
  */
 int cache_setup(struct uslab_cache *c, const char *name, size_t size, size_t align,
 		void (*ctor)(void *), unsigned int flags, unsigned int min_partial,
-		unsigned int layout)
+		unsigned int layout, const struct cache_shape *shape)
 {
 	size_t sz = ALIGN_UP(size, sizeof(void *));
 	size_t a = align > sizeof(void *) ? align : sizeof(void *);
@@ -209,14 +204,14 @@ int cache_setup(struct uslab_cache *c, const char *name, size_t size, size_t ali
 		 * The objects keep the alignment they have without the tier (a
 		 * power-of-two size: that size, up to kmalloc's largest class,
 		 * 32 KiB; kmalloc promises it, and malloc's 16 bytes rest on
-		 * it). Slabs are aligned to their size, and slab_debug_layout()
+		 * it: CACHE_NATURAL_ALIGN_MAX). Slabs are aligned to their size, and slab_debug_layout()
 		 * rounds the left red zone up to it: a Z slot of the 32 KiB
 		 * class is 96 KiB.
 		 */
 		size_t natural = (size_t)size & -(size_t)size;
 
-		if (natural > USLAB_KMALLOC_MAX_CACHE_SIZE)
-			natural = USLAB_KMALLOC_MAX_CACHE_SIZE;
+		if (natural > CACHE_NATURAL_ALIGN_MAX)
+			natural = CACHE_NATURAL_ALIGN_MAX;
 		if (natural > a)
 			a = natural;
 		c->debug = debug;
@@ -230,10 +225,8 @@ int cache_setup(struct uslab_cache *c, const char *name, size_t size, size_t ali
 		.slot = sz,
 		.align = a,
 		.obj_off = c->obj_off,
-		/* kmalloc's large classes need larger slabs to waste little (doc/design.md). */
-		.max_order = (flags & CACHE_KMALLOC) && usl_opt.max_order < KMALLOC_MAX_ORDER ?
-				     KMALLOC_MAX_ORDER :
-				     usl_opt.max_order,
+		.max_order = shape && shape->max_order > usl_opt.max_order ? shape->max_order :
+									     usl_opt.max_order,
 		.layout = layout,
 		.bound = bound,
 		.internal = flags & CACHE_INTERNAL,
@@ -256,8 +249,9 @@ int cache_setup(struct uslab_cache *c, const char *name, size_t size, size_t ali
 	if (!c->min_partial)
 		c->min_partial = usl_opt.min_partial;
 	if (!c->min_partial)
-		c->min_partial = (flags & CACHE_KMALLOC) ? kmalloc_min_partial(c->order) :
-							   default_min_partial(c->size);
+		c->min_partial = shape && shape->keep_bytes ?
+					 keep_min_partial(shape->keep_bytes, c->order) :
+					 default_min_partial(c->size);
 	c->id = -1;
 	c->hot.pcs_off = c->pcs_lib = 0;
 	c->magic = CACHE_MAGIC_LIVE;
@@ -551,7 +545,7 @@ static void debug_free_objects(struct uslab_cache *c, void **p, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		struct uslab_cache *oc = c;
 
-		if (USLAB_ZERO_OR_NULL_PTR(p[i]))
+		if (obj_is_hole(p[i]))
 			continue;
 		if (!oc)
 			oc = uslab_cache_of(p[i]);

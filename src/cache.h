@@ -56,12 +56,30 @@ struct barn {
 };
 
 /* Flags a cache keeps internally, above the public ones. */
-#define CACHE_INTERNAL 0x80000000u /* uslab's own metadata cache */
-#define CACHE_KMALLOC 0x40000000u  /* a kmalloc size class (kmalloc.c) */
-#define CACHE_LARGE 0x20000000u	   /* owns kmalloc's large objects */
-#define CACHE_FAILSLAB 0x10000000u /* USLAB_FAILSLAB selects it (failslab.c) */
-/* Slab order limit of kmalloc classes: every class wastes at most 1/8 of a slab. */
-#define KMALLOC_MAX_ORDER 6
+#define CACHE_INTERNAL 0x80000000u    /* uslab's own metadata cache */
+#define CACHE_KMALLOC 0x40000000u     /* a kmalloc size class (kmalloc.c) */
+#define CACHE_LARGE 0x20000000u	      /* owns kmalloc's large objects */
+#define CACHE_FAILSLAB 0x10000000u    /* USLAB_FAILSLAB selects it (failslab.c) */
+#define CACHE_RESERVED_ID 0x08000000u /* takes an id thread_reserve_ids() kept (thread.c) */
+
+/*
+ * struct cache_shape - what a layer above asks of a cache's slabs beyond
+ * struct uslab_cache_args (kmalloc.c's classes; NULL: the defaults).
+ * @max_order:  the largest slab order the min_objects rule may choose,
+ *              when above USLAB_MAX_ORDER (large objects waste less of a
+ *              larger slab).
+ * @keep_bytes: empty slabs kept (min_partial) counted in bytes: as many
+ *              slabs as fit, 1 to 5 (0: SLUB's 5 to 10 by object size).
+ */
+struct cache_shape {
+	unsigned int max_order;
+	size_t keep_bytes;
+};
+/*
+ * The debug tier keeps the natural alignment of a power-of-two size up to
+ * this (kmalloc's classes promise it: kmalloc.c asserts its largest fits).
+ */
+#define CACHE_NATURAL_ALIGN_MAX (32u << 10)
 /* The debug tier's flags (slab_debug.c). */
 #define DEBUG_FLAGS (USLAB_CONSISTENCY_CHECKS | USLAB_RED_ZONE | USLAB_POISON | USLAB_STORE_USER)
 /* struct uslab_cache.debug: running on valgrind, objects told to memcheck (no public flag). */
@@ -71,6 +89,10 @@ struct barn {
 	 USLAB_POOL_EXTERNAL | USLAB_PERCPU | USLAB_NO_FREE_KEY | USLAB_FREE_KEY)
 /* Sheaf capacity a pool gets when it asks for none: pointers are all it holds. */
 #define POOL_SHEAF_CAPACITY 254
+_Static_assert(!((CACHE_INTERNAL | CACHE_KMALLOC | CACHE_LARGE | CACHE_FAILSLAB |
+		  CACHE_RESERVED_ID) &
+		 CACHE_PUBLIC_FLAGS),
+	       "the internal flags are not public ones");
 
 /* struct uslab_cache.magic: a live cache, and one destroyed (cache_delete). */
 #define CACHE_MAGIC_LIVE 0x424c5355u /* "USLB" */
@@ -171,7 +193,8 @@ INTERNAL size_t cache_pool_gather(struct uslab_cache *c, void **dst, size_t max)
 INTERNAL unsigned long cache_release_slabs_now(struct slab *s);
 INTERNAL struct uslab_cache *cache_new(const char *name, size_t size, size_t align,
 				       void (*ctor)(void *), unsigned int flags,
-				       unsigned int min_partial, unsigned int layout);
+				       unsigned int min_partial, unsigned int layout,
+				       const struct cache_shape *shape);
 INTERNAL void cache_delete(struct uslab_cache *c);
 INTERNAL void cache_check_live_slow(const struct uslab_cache *c, const char *call);
 

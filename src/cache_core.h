@@ -10,7 +10,7 @@
 /* cache.c */
 INTERNAL int cache_setup(struct uslab_cache *c, const char *name, size_t size, size_t align,
 			 void (*ctor)(void *), unsigned int flags, unsigned int min_partial,
-			 unsigned int layout);
+			 unsigned int layout, const struct cache_shape *shape);
 INTERNAL void node_free_objects(struct uslab_cache *c, void **p, size_t n, unsigned int lookahead);
 INTERNAL unsigned int node_refill(struct uslab_cache *c, void **dst, unsigned int want,
 				  bool hand_out);

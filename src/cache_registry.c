@@ -38,7 +38,7 @@ static void cache_list_add(struct uslab_cache *c)
 int cache_init_internal(struct uslab_cache *c, const char *name, size_t size)
 {
 	memset(c, 0, sizeof(*c));
-	if (cache_setup(c, name, size, 0, NULL, CACHE_INTERNAL, 0, USLAB_LAYOUT_AUTO))
+	if (cache_setup(c, name, size, 0, NULL, CACHE_INTERNAL, 0, USLAB_LAYOUT_AUTO, NULL))
 		return -EINVAL;
 	ulock_lock(&caches_lock);
 	cache_list_add(c);
@@ -142,7 +142,8 @@ static struct uslab_cache *desc_alloc(void)
  * slab order fits the object, or @layout cannot serve it).
  */
 struct uslab_cache *cache_new(const char *name, size_t size, size_t align, void (*ctor)(void *),
-			      unsigned int flags, unsigned int min_partial, unsigned int layout)
+			      unsigned int flags, unsigned int min_partial, unsigned int layout,
+			      const struct cache_shape *shape)
 {
 	struct uslab_cache *c = desc_alloc();
 
@@ -150,7 +151,7 @@ struct uslab_cache *cache_new(const char *name, size_t size, size_t align, void 
 		return NULL;
 	/* (Zeros: a slot is fresh memory, never reused.) */
 	USLAB_ASSERT(!c->magic && !c->retired && !c->hot.pcs_off);
-	if (cache_setup(c, name, size, align, ctor, flags, min_partial, layout)) {
+	if (cache_setup(c, name, size, align, ctor, flags, min_partial, layout, shape)) {
 		cache_delete(c);
 		errno = EINVAL;
 		return NULL;

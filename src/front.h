@@ -41,11 +41,14 @@ INTERNAL extern int rcu_fault_inject; /* test hook: uslab_testing only */
 
 INTERNAL struct uslab_cache *lifecycle_create(const char *name, size_t size,
 					      const struct uslab_cache_args *args,
-					      unsigned int flags);
+					      unsigned int flags, const struct cache_shape *shape);
 INTERNAL void lifecycle_stats(const struct uslab_cache *c, struct uslab_cache_stats *st);
 INTERNAL void lifecycle_heap_stats(struct uslab_heap_stats *st);
 
 /* ---------------------------------------------------------- kmalloc.c */
+
+/* Slab order limit of the classes: every class wastes at most 1/8 of a slab. */
+#define KMALLOC_MAX_ORDER 6
 
 INTERNAL int kmalloc_bootstrap(void);
 

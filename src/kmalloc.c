@@ -73,8 +73,20 @@ extern const char uslab_priv_malloc_dropin __attribute__((weak, visibility("defa
  */
 static unsigned int class_flags(void)
 {
-	return CACHE_KMALLOC | (&uslab_priv_malloc_dropin ? USLAB_FREE_KEY : 0);
+	return CACHE_KMALLOC | CACHE_RESERVED_ID | (&uslab_priv_malloc_dropin ? USLAB_FREE_KEY : 0);
 }
+
+/*
+ * The classes' slabs: the large classes need larger slabs to waste little
+ * (every class wastes at most 1/8 of a slab; doc/design.md), and a class
+ * keeps at most 64 KiB of empty slabs (1 to 5): under the malloc drop-in
+ * 80 classes with SLUB's 5..10 slabs of up to 256 KiB each could pin tens
+ * of MiB the program freed.
+ */
+static const struct cache_shape class_shape = { .max_order = KMALLOC_MAX_ORDER,
+						.keep_bytes = 64u << 10 };
+_Static_assert(USLAB_KMALLOC_MAX_CACHE_SIZE <= CACHE_NATURAL_ALIGN_MAX,
+	       "the debug tier keeps every class's natural alignment");
 
 /*
  * Create the classes not created yet. Lock-free: threads that race at the
@@ -100,7 +112,7 @@ static bool create_classes(void)
 			continue;
 		USLAB_ASSERT(uslab_priv_kmalloc_index(size) == i);
 		snprintf(name, sizeof(name), "kmalloc-%zu", size);
-		c = lifecycle_create(name, size, &args, class_flags());
+		c = lifecycle_create(name, size, &args, class_flags(), &class_shape);
 		if (!c) {
 			ok = false;
 		} else if (__atomic_compare_exchange_n(&classes[i], &none, c, false,
@@ -217,6 +229,7 @@ int kmalloc_bootstrap(void)
 {
 	int err = cache_init_internal(&large_cache, "kmalloc-large", PAGE_SIZE);
 
+	thread_reserve_ids(USLAB_KMALLOC_CLASSES); /* the classes' ids, 1..USLAB_KMALLOC_CLASSES */
 	if (!err) {
 		/* One object per slab, at its base; order 0 for the free path's page mask. */
 		large_cache.flags |= CACHE_LARGE;

@@ -32,10 +32,12 @@ static unsigned int pool_sheaf_capacity(const struct uslab_cache *c, unsigned in
 
 /*
  * lifecycle_create - uslab_cache_create() after its checks, with internal
- * @flags allowed (kmalloc.c creates its classes with CACHE_KMALLOC).
+ * @flags allowed and a @shape (NULL: the defaults): kmalloc.c creates its
+ * classes with CACHE_KMALLOC, CACHE_RESERVED_ID and its shape.
  */
 struct uslab_cache *lifecycle_create(const char *name, size_t size,
-				     const struct uslab_cache_args *args, unsigned int flags)
+				     const struct uslab_cache_args *args, unsigned int flags,
+				     const struct cache_shape *shape)
 {
 	struct uslab_cache *c;
 	unsigned int cap;
@@ -49,7 +51,8 @@ struct uslab_cache *lifecycle_create(const char *name, size_t size,
 		flags |= CACHE_FAILSLAB;
 	if (flags & USLAB_POOL_EXTERNAL)
 		flags |= USLAB_POOL;
-	c = cache_new(name, size, args->align, args->ctor, flags, args->min_partial, args->layout);
+	c = cache_new(name, size, args->align, args->ctor, flags, args->min_partial, args->layout,
+		      shape);
 	if (!c)
 		return NULL;
 	if (c->debug && (c->flags & USLAB_POOL)) {
@@ -125,7 +128,7 @@ struct uslab_cache *uslab_cache_create(const char *name, size_t size,
 		errno = EINVAL;
 		return NULL;
 	}
-	return lifecycle_create(name, size, args, flags);
+	return lifecycle_create(name, size, args, flags, NULL);
 }
 
 int uslab_cache_destroy(struct uslab_cache *c)

@@ -155,6 +155,7 @@ INTERNAL int thread_start_self(void);
 INTERNAL bool thread_started(void);
 INTERNAL void thread_note_id(int id);
 INTERNAL int thread_id_attach(struct uslab_cache *c, unsigned int sheaf_capacity);
+INTERNAL void thread_reserve_ids(unsigned int n);
 INTERNAL void thread_id_detach_locked(struct uslab_cache *c);
 INTERNAL void thread_lock_self(void);
 INTERNAL void thread_unlock_self(void);

@@ -674,7 +674,7 @@ static inline void free_rcu_fast(void *obj, struct rcu_head *head)
 
 void uslab_free_rcu(void *obj)
 {
-	if (unlikely(USLAB_ZERO_OR_NULL_PTR(obj)) || debug_queue(obj))
+	if (unlikely(obj_is_hole(obj)) || debug_queue(obj))
 		return;
 	free_rcu_fast(obj, NULL);
 }

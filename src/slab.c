@@ -354,8 +354,8 @@ size_t build_detached_freelist(struct uslab_cache *c, size_t n, void **p, size_t
 	while (start < n) {
 		obj = p[start];
 		p[start++] = NULL;
-		/* NULL and USLAB_ZERO_SIZE_PTR (a 0-byte kmalloc) free nothing. */
-		if (!USLAB_ZERO_OR_NULL_PTR(obj)) {
+		/* Holes (NULL, a 0-byte allocation's pointer) free nothing. */
+		if (!obj_is_hole(obj)) {
 			/* A sampled object (a sheaf flushed): to the guard, held back. */
 			if (unlikely(guard_owns(obj))) {
 				guard_free(c, obj);
@@ -382,7 +382,7 @@ size_t build_detached_freelist(struct uslab_cache *c, size_t n, void **p, size_t
 		lookahead = 1;
 	for (size_t i = start; i < n; i++) {
 		obj = p[i];
-		if (USLAB_ZERO_OR_NULL_PTR(obj)) {
+		if (obj_is_hole(obj)) {
 			p[i] = NULL;
 			if (!missed)
 				start++;

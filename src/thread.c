@@ -343,16 +343,33 @@ void thread_fork_child(void)
  * A cache with sheaves has an id: its entry in every thread's table, at
  * pcs_off = id * sizeof(struct pcs) (struct uslab_cache.hot, read by the
  * inline fast paths). Ids start at 1: entry 0 stays empty in every thread
- * (caches without sheaves, and kmalloc classes not yet created, use it).
- * Ids 1..ID_RESERVED are the kmalloc classes' (created lazily, at the
- * first kmalloc): user caches take the others, so USLAB_MAX_CACHES -
- * ID_RESERVED of them with sheaves can exist (doc/api.md); a class may
- * take any id (two copies of one exist for a moment when threads race to
- * create it, kmalloc.c). The bitmap is protected by caches_lock (cache.c),
- * held across create and destroy.
+ * (caches without sheaves, and caches not yet created that a layer above
+ * stands in for, use it). Ids 1..id_reserved are kept for the caches
+ * created with CACHE_RESERVED_ID (kmalloc's classes, created lazily at the
+ * first kmalloc: kmalloc.c reserves them at start-up with
+ * thread_reserve_ids()): other caches take the rest, so USLAB_MAX_CACHES
+ * - id_reserved of them with sheaves can exist (doc/api.md); a reserved
+ * cache may take any id (two copies of a class exist for a moment when
+ * threads race to create it, kmalloc.c). The bitmap and id_reserved are
+ * protected by caches_lock (cache_registry.c), held across create and
+ * destroy.
  */
-#define ID_RESERVED USLAB_KMALLOC_CLASSES
+static unsigned int id_reserved;
 static uint64_t id_map[(USLAB_MAX_CACHES + 1 + 63) / 64];
+
+/*
+ * thread_reserve_ids - keep ids 1..@n for caches created with
+ * CACHE_RESERVED_ID. At start-up (usl_init), before any cache takes an id.
+ */
+void thread_reserve_ids(unsigned int n)
+{
+	USLAB_ASSERT(n < USLAB_MAX_CACHES);
+	ulock_lock(&caches_lock);
+	for (unsigned int i = 1; i <= n; i++)
+		USLAB_ASSERT(!(id_map[i / 64] & (1ull << (i % 64))));
+	id_reserved = n;
+	ulock_unlock(&caches_lock);
+}
 
 /*
  * The objects' places in the slabs of the cache with each id, and its free
@@ -363,7 +380,7 @@ struct uslab_priv_objgeo uslab_priv_objgeo[USLAB_MAX_CACHES + 1];
 
 static int id_alloc(bool reserved)
 {
-	for (int i = reserved ? 1 : ID_RESERVED + 1; i <= USLAB_MAX_CACHES; i++) {
+	for (int i = reserved ? 1 : (int)id_reserved + 1; i <= USLAB_MAX_CACHES; i++) {
 		if (!(id_map[i / 64] & (1ull << (i % 64)))) {
 			id_map[i / 64] |= 1ull << (i % 64);
 			return i;
@@ -388,7 +405,7 @@ int thread_id_attach(struct uslab_cache *c, unsigned int sheaf_capacity)
 
 	USLAB_ASSERT(sheaf_capacity && c->id < 0);
 	ulock_lock(&caches_lock);
-	id = id_alloc(c->flags & CACHE_KMALLOC);
+	id = id_alloc(c->flags & CACHE_RESERVED_ID);
 	ulock_unlock(&caches_lock);
 	if (id < 0)
 		return -ENOSPC;
