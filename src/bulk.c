@@ -240,7 +240,7 @@ size_t uslab_priv_alloc_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 		errno = ENOMEM;
 		return 0;
 	}
-	if ((slots = pcs_percpu(c))) {
+	if ((slots = pcs_yield_to_percpu(c))) {
 		k = percpu_alloc_bulk(c, slots, n, objs);
 		if (k < n && !alloc_from_slabs(c, n - k, objs + k)) {
 			/* All or nothing, as below: what the CPU's sheaves gave goes back there. */
@@ -305,7 +305,7 @@ static void free_to_cache(struct uslab_cache *c, size_t n, void **objs)
 	struct pcs *p;
 	size_t i = 0;
 
-	if ((slots = pcs_percpu(c))) {
+	if ((slots = pcs_yield_to_percpu(c))) {
 		/* The holes out first: the CPU's sheaf takes a run of objects. */
 		size_t m = squeeze(objs, n);
 

@@ -253,11 +253,12 @@ struct pcs *pcs_counters(struct uslab_cache *c)
 }
 
 /*
- * The slow paths' door to per-CPU sheaves: @c's slots, or NULL. A thread
- * that still holds per-thread sheaves of a cache that switched hands them
- * back first (its calls reach the library once its main is empty or full).
+ * pcs_yield_to_percpu - the slow paths' door to per-CPU sheaves: @c's
+ * slots, or NULL while @c is per thread. Not a getter: a thread that still
+ * holds per-thread sheaves of a cache that switched yields them first
+ * (flushed; its calls reach the library once its main is empty or full).
  */
-struct percpu_slot *pcs_percpu(struct uslab_cache *c)
+struct percpu_slot *pcs_yield_to_percpu(struct uslab_cache *c)
 {
 	struct percpu_slot *slots = percpu_slots(c);
 
@@ -528,7 +529,7 @@ void *uslab_priv_alloc_slow(struct uslab_cache *c)
 		errno = ENOMEM;
 		return NULL;
 	}
-	if ((slots = pcs_percpu(c))) {
+	if ((slots = pcs_yield_to_percpu(c))) {
 		obj = percpu_alloc(c, slots);
 		if (obj && c->hot.free_key)
 			obj_unmark(obj);
@@ -604,7 +605,7 @@ void uslab_priv_free_slow(struct uslab_cache *c, void *obj)
 		pcs_push(c, obj);
 		return;
 	}
-	if ((slots = pcs_percpu(c))) {
+	if ((slots = pcs_yield_to_percpu(c))) {
 		slab_of_object(c, obj); /* checked at the call, as below */
 		if (c->hot.free_key)
 			obj_mark_free(c, obj); /* (the inline paths leave it unmarked) */

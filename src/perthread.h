@@ -142,7 +142,7 @@ INTERNAL bool pcs_swap_for(struct pcs *p, size_t n, bool alloc);
 INTERNAL void pcs_fit_bulk(struct uslab_cache *c, struct pcs *p, size_t n);
 INTERNAL void pcs_drain(struct pcs *p);
 INTERNAL void pcs_flush_self(struct uslab_cache *c);
-INTERNAL struct percpu_slot *pcs_percpu(struct uslab_cache *c);
+INTERNAL struct percpu_slot *pcs_yield_to_percpu(struct uslab_cache *c);
 INTERNAL struct pcs *pcs_counters(struct uslab_cache *c);
 INTERNAL void pcs_push(struct uslab_cache *c, void *obj);
 INTERNAL void *pcs_debug_alloc(struct uslab_cache *c, const void *site);
