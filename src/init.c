@@ -22,8 +22,22 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_error;
 static __thread bool tls_starting; /* this thread runs do_init() */
 
+static void do_init(void);
+
+/*
+ * A fork while another thread runs do_init() first waits for it to finish
+ * (registering these handlers is do_init()'s first step): otherwise the
+ * child would inherit the locks do_init() held, and glibc runs a
+ * pthread_once() routine that was in progress at the fork again in the
+ * child, where it blocked on them (api_faults fork_counters, under load:
+ * a child hung in cache_init_internal() on caches_lock). A start-up that
+ * failed leaves the handlers nothing to do.
+ */
 static void fork_prepare(void)
 {
+	pthread_once(&init_once, do_init);
+	if (init_error)
+		return;
 	gp_fork_prepare();
 	ulock_lock(&caches_lock);
 	gp_fork_prepare_late();
@@ -39,6 +53,8 @@ static void fork_prepare(void)
 
 static void fork_parent(void)
 {
+	if (init_error)
+		return;
 	barn_monitor_fork_parent();
 	counter_fork_parent();
 	guard_fork_parent();
@@ -54,6 +70,8 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+	if (init_error)
+		return;
 	barn_monitor_fork_child();
 	counter_fork_child();
 	guard_fork_child();
@@ -75,9 +93,12 @@ static void do_init(void)
 	int err;
 
 	tls_starting = true;
+	/* First, before any lock is taken: see fork_prepare(). */
+	err = -pthread_atfork(fork_prepare, fork_parent, fork_child);
 	options_init();
 	percpu_init(); /* before the kmalloc classes: USLAB_PERCPU=1 makes them per CPU */
-	err = cache_bootstrap();
+	if (!err)
+		err = cache_bootstrap();
 	if (!err)
 		err = kmalloc_bootstrap();
 	if (!err)
@@ -88,8 +109,6 @@ static void do_init(void)
 		err = thread_init();
 	if (!err)
 		rcu_init();
-	if (!err)
-		err = -pthread_atfork(fork_prepare, fork_parent, fork_child);
 	if (!err)
 		export_init();
 	init_error = err;
