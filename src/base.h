@@ -193,8 +193,31 @@ static inline unsigned int fls_uint(unsigned int x)
 	return x ? 32 - __builtin_clz(x) : 0;
 }
 
+/*
+ * Atomics, one vocabulary: GCC's __atomic builtins on plain types, with
+ * the memory order written at each use; READ_ONCE/WRITE_ONCE (as the
+ * kernel's) for the relaxed load or store of a word another thread reads
+ * or writes racily. No <stdatomic.h> in src/ (scripts/check-facts).
+ */
 #define READ_ONCE(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define WRITE_ONCE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+
+/*
+ * Statistics, one helper each way:
+ *   stat_add(x, n)        a counter one writer owns (a thread, or the
+ *                         holder of a lock), read racily by the snapshot;
+ *   stat_add_shared(x, n) a counter several threads bump at once.
+ * Both count always; the slow-path event counters that exist only with
+ * the CMake option USLAB_STATS (node_stat(), pcs_stat(), the bulk calls)
+ * go through stat_event(), which is nothing without it.
+ */
+#define stat_add(x, n) WRITE_ONCE((x), READ_ONCE(x) + (n))
+#define stat_add_shared(x, n) ((void)__atomic_fetch_add(&(x), (n), __ATOMIC_RELAXED))
+#if USLAB_STATS
+#define stat_event(x, n) stat_add((x), (n))
+#else
+#define stat_event(x, n) ((void)sizeof((x) + (n)))
+#endif
 
 /*
  * A racy read that is meant to be racy (a statistic summed from words

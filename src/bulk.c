@@ -29,12 +29,8 @@
 /* The owner counts its bulk calls; uslab_cache_stats() reads them racily. */
 static void count(unsigned long *calls, unsigned long *objs, size_t n)
 {
-#if USLAB_STATS
-	WRITE_ONCE(*calls, *calls + 1);
-	WRITE_ONCE(*objs, *objs + n);
-#else
-	(void)calls, (void)objs, (void)n;
-#endif
+	stat_event(*calls, 1);
+	stat_event(*objs, n);
 }
 
 /*

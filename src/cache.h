@@ -222,11 +222,7 @@ INTERNAL void cache_slab_resize_single(struct slab *s, uint64_t bytes);
 INTERNAL void *cache_guard_alloc(struct uslab_cache *c);
 
 /* Count one event of the node, under its lock; nothing without USLAB_STATS. */
-#if USLAB_STATS
-#define node_stat(n, item) ((n)->ev[item]++)
-#else
-#define node_stat(n, item) ((void)(n), (void)(item))
-#endif
+#define node_stat(n, item) stat_event((n)->ev[item], 1)
 
 /*
  * A free object is poisoned, except in TYPESAFE_BY_RCU caches (RCU readers

@@ -42,7 +42,6 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -63,17 +62,17 @@ static struct {
 	pthread_mutex_t lock; /* gp_lock */
 	pthread_cond_t done;  /* barrier and gp_wait_until() callers */
 	bool started;
-	atomic_bool used; /* something was deferred: the flavor is fixed */
+	bool used; /* something was deferred: the flavor is fixed */
 	uint64_t barrier_req, barrier_done;
 	uint64_t retry_ms; /* no start attempt before */
 	unsigned int waiters;
 
-	_Atomic(struct slab *) slabq; /* slabs waiting for a round */
-	atomic_bool start_needed;     /* handed over with no monitor */
-	atomic_uint wake_seq;	      /* futex word the monitor sleeps on */
-	atomic_bool sleeping;
-	atomic_bool urgent;
-	atomic_ulong slabs_deferred, slabs_released;
+	struct slab *slabq;    /* slabs waiting for a round */
+	bool start_needed;     /* handed over with no monitor */
+	unsigned int wake_seq; /* futex word the monitor sleeps on */
+	bool sleeping;
+	bool urgent;
+	unsigned long slabs_deferred, slabs_released;
 } gp_state = {
 	.round_lock = PTHREAD_MUTEX_INITIALIZER,
 	.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -92,7 +91,7 @@ int gp_set_flavor(const struct rcu_flavor_struct *f)
 	int ret = 0;
 
 	mutex_lock_ranked(&gp_state.lock, LOCK_GP);
-	if (atomic_load(&gp_state.used) && gp_flavor() != f)
+	if (__atomic_load_n(&gp_state.used, __ATOMIC_SEQ_CST) && gp_flavor() != f)
 		ret = -EBUSY;
 	else
 		__atomic_store_n(&gp_state.flavor, f, __ATOMIC_RELEASE);
@@ -139,9 +138,9 @@ static uint64_t now_ms(void)
  */
 void gp_wake(void)
 {
-	atomic_store(&gp_state.urgent, true);
-	atomic_fetch_add(&gp_state.wake_seq, 1);
-	if (atomic_load(&gp_state.sleeping))
+	__atomic_store_n(&gp_state.urgent, true, __ATOMIC_SEQ_CST);
+	__atomic_fetch_add(&gp_state.wake_seq, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&gp_state.sleeping, __ATOMIC_SEQ_CST))
 		syscall(SYS_futex, &gp_state.wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
@@ -157,11 +156,11 @@ static void monitor_sleep(uint64_t ms)
 	struct timespec ts = { .tv_sec = (time_t)(ms / 1000),
 			       .tv_nsec = (long)(ms % 1000) * 1000000 };
 
-	atomic_store(&gp_state.sleeping, true);
-	seq = atomic_load(&gp_state.wake_seq);
-	if (!atomic_load(&gp_state.urgent))
+	__atomic_store_n(&gp_state.sleeping, true, __ATOMIC_SEQ_CST);
+	seq = __atomic_load_n(&gp_state.wake_seq, __ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&gp_state.urgent, __ATOMIC_SEQ_CST))
 		syscall(SYS_futex, &gp_state.wake_seq, FUTEX_WAIT_PRIVATE, seq, &ts, NULL, 0);
-	atomic_store(&gp_state.sleeping, false);
+	__atomic_store_n(&gp_state.sleeping, false, __ATOMIC_SEQ_CST);
 }
 
 /* ------------------------------------------------------------ rounds */
@@ -178,13 +177,13 @@ static void gp_round(bool scan, bool all)
 
 	USLAB_ASSERT(mutex_owned(&gp_state.round_lock, LOCK_GP_ROUND) && lockdep_depth() == 1);
 	batch = cl ? cl->gather(scan, all) : NULL;
-	slabs = atomic_exchange(&gp_state.slabq, NULL);
+	slabs = __atomic_exchange_n(&gp_state.slabq, NULL, __ATOMIC_SEQ_CST);
 
 	if (batch || slabs) {
 		gp_synchronize();
 		if (batch)
 			cl->drain(batch);
-		atomic_fetch_add(&gp_state.slabs_released, cache_release_slabs_now(slabs));
+		stat_add_shared(gp_state.slabs_released, cache_release_slabs_now(slabs));
 	}
 	if (all && cl)
 		cl->after_barrier();
@@ -212,7 +211,8 @@ static void *monitor_main(void *arg)
 		target = gp_state.barrier_req;
 		barrier = target != gp_state.barrier_done;
 		mutex_unlock_ranked(&gp_state.lock, LOCK_GP);
-		if (!barrier && now < next_scan && !atomic_exchange(&gp_state.urgent, false)) {
+		if (!barrier && now < next_scan &&
+		    !__atomic_exchange_n(&gp_state.urgent, false, __ATOMIC_SEQ_CST)) {
 			monitor_sleep(next_scan - now);
 			continue;
 		}
@@ -248,7 +248,7 @@ static void *monitor_main(void *arg)
  */
 int gp_start(void)
 {
-	atomic_store(&gp_state.used, true);
+	__atomic_store_n(&gp_state.used, true, __ATOMIC_SEQ_CST);
 	return gp_prestart();
 }
 
@@ -274,7 +274,7 @@ int gp_prestart(void)
 			tls_creating = false;
 			if (!ret) {
 				gp_state.started = true;
-				atomic_store(&gp_state.start_needed, false);
+				__atomic_store_n(&gp_state.start_needed, false, __ATOMIC_SEQ_CST);
 			} else {
 				gp_state.retry_ms = now + GP_RETRY_MS;
 			}
@@ -288,19 +288,19 @@ int gp_prestart(void)
 void gp_kick(void)
 {
 	USLAB_ASSERT(NO_LOCK_BUT_ROUND());
-	if (unlikely(atomic_load_explicit(&gp_state.start_needed, memory_order_relaxed)))
+	if (unlikely(__atomic_load_n(&gp_state.start_needed, __ATOMIC_RELAXED)))
 		gp_start();
 }
 
 /* Note that work waits for a monitor (fork child, a front end without one). */
 void gp_need_start(void)
 {
-	atomic_store(&gp_state.start_needed, true);
+	__atomic_store_n(&gp_state.start_needed, true, __ATOMIC_SEQ_CST);
 }
 
 bool gp_used(void)
 {
-	return atomic_load(&gp_state.used);
+	return __atomic_load_n(&gp_state.used, __ATOMIC_SEQ_CST);
 }
 
 /* ----------------------------------------------------------- clients */
@@ -323,15 +323,15 @@ void gp_defer_slabs(struct slab *list)
 		USLAB_ASSERT(tail->state == SLAB_FREE && tail->cache);
 		k++;
 	}
-	atomic_fetch_add_explicit(&gp_state.slabs_deferred, k, memory_order_relaxed);
-	atomic_store(&gp_state.used, true);
-	head = atomic_load_explicit(&gp_state.slabq, memory_order_relaxed);
+	stat_add_shared(gp_state.slabs_deferred, k);
+	__atomic_store_n(&gp_state.used, true, __ATOMIC_SEQ_CST);
+	head = __atomic_load_n(&gp_state.slabq, __ATOMIC_RELAXED);
 	do
 		tail->next = head;
-	while (!atomic_compare_exchange_weak_explicit(&gp_state.slabq, &head, list,
-						      memory_order_release, memory_order_relaxed));
+	while (!__atomic_compare_exchange_n(&gp_state.slabq, &head, list, true, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED));
 	if (!__atomic_load_n(&gp_state.started, __ATOMIC_ACQUIRE))
-		atomic_store(&gp_state.start_needed, true);
+		__atomic_store_n(&gp_state.start_needed, true, __ATOMIC_SEQ_CST);
 }
 
 /*
@@ -391,8 +391,8 @@ void gp_wait_until(bool (*cond)(void))
 
 void gp_stats(uint64_t *deferred, uint64_t *released)
 {
-	*deferred = atomic_load(&gp_state.slabs_deferred);
-	*released = atomic_load(&gp_state.slabs_released);
+	*deferred = __atomic_load_n(&gp_state.slabs_deferred, __ATOMIC_SEQ_CST);
+	*released = __atomic_load_n(&gp_state.slabs_released, __ATOMIC_SEQ_CST);
 }
 
 /* -------------------------------------------------------------- fork */
@@ -441,8 +441,8 @@ void gp_fork_child(void)
 	gp_state.retry_ms = 0;
 	gp_state.waiters = 0;
 	gp_state.barrier_done = gp_state.barrier_req;
-	atomic_store(&gp_state.sleeping, false);
-	atomic_store(&gp_state.urgent, false);
-	if (atomic_load(&gp_state.slabq))
-		atomic_store(&gp_state.start_needed, true);
+	__atomic_store_n(&gp_state.sleeping, false, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&gp_state.urgent, false, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&gp_state.slabq, __ATOMIC_SEQ_CST))
+		__atomic_store_n(&gp_state.start_needed, true, __ATOMIC_SEQ_CST);
 }

@@ -207,7 +207,7 @@ void pcs_stat(struct pcs *p, enum uslab_stat_item item, uint64_t n)
 		memset(e, 0, sizeof(*e));
 		__atomic_store_n(&p->events, e, __ATOMIC_RELEASE);
 	}
-	WRITE_ONCE(e->ev[item], READ_ONCE(e->ev[item]) + n);
+	stat_add(e->ev[item], n);
 #else
 	(void)p, (void)item, (void)n;
 #endif

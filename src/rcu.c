@@ -69,7 +69,6 @@
  */
 #include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 
@@ -114,10 +113,10 @@ static struct {
 	pthread_key_t key;
 	bool key_ok;
 
-	_Atomic(struct rcu_block *) queue; /* full blocks, lock-free push */
-	atomic_ulong queued_blocks;
-	atomic_ulong inflight; /* blocks from queueing to freeing */
-	atomic_int pool_low;   /* a thread found the pool empty: refill it */
+	struct rcu_block *queue; /* full blocks, lock-free push */
+	unsigned long queued_blocks;
+	unsigned long inflight; /* blocks from queueing to freeing */
+	int pool_low;		/* a thread found the pool empty: refill it */
 
 	struct ulock pool_lock;
 	struct rcu_block *pool;
@@ -149,9 +148,9 @@ int rcu_fault_inject;
 
 /* Counters: relaxed atomics, bumped once per slow path or per batch. */
 static struct {
-	atomic_ulong queued, freed, batches, blocks, emergency, sync, reserve, leaked, throttled;
+	unsigned long queued, freed, batches, blocks, emergency, sync, reserve, leaked, throttled;
 } rcu_stats;
-#define rstat(f, v) atomic_fetch_add_explicit(&rcu_stats.f, (v), memory_order_relaxed)
+#define rstat(f, v) stat_add_shared(rcu_stats.f, (v))
 
 /* ------------------------------------------------------------ blocks */
 
@@ -210,7 +209,8 @@ static struct rcu_block *block_get(enum block_src src)
 		rcu_state.npool--;
 	}
 	ulock_unlock(&rcu_state.pool_lock);
-	if (!b && src == FROM_POOL && !atomic_exchange(&rcu_state.pool_low, 1))
+	if (!b && src == FROM_POOL &&
+	    !__atomic_exchange_n(&rcu_state.pool_low, 1, __ATOMIC_SEQ_CST))
 		gp_wake(); /* uslab_free_rcu_head() allocates nothing: ask */
 	if (!b && src == FROM_POOL_OR_NEW)
 		b = block_new();
@@ -260,7 +260,7 @@ static void pool_fill(void)
 static void block_publish(struct rcu_block *b)
 {
 	uint32_t old = __atomic_exchange_n(&b->taken, TAKEN_ALL, __ATOMIC_ACQ_REL);
-	struct rcu_block *head = atomic_load_explicit(&rcu_state.queue, memory_order_relaxed);
+	struct rcu_block *head = __atomic_load_n(&rcu_state.queue, __ATOMIC_RELAXED);
 
 	/* Published once; the monitor claimed [0, old) of its n entries. */
 	USLAB_ASSERT(old != TAKEN_ALL && old <= __atomic_load_n(&b->n, __ATOMIC_RELAXED));
@@ -268,12 +268,13 @@ static void block_publish(struct rcu_block *b)
 	b->start = old;
 	rstat(queued, __atomic_load_n(&b->n, __ATOMIC_RELAXED) - old);
 	/* Counted before it is visible: the monitor may free it before we return. */
-	atomic_fetch_add_explicit(&rcu_state.inflight, 1, memory_order_relaxed);
+	__atomic_fetch_add(&rcu_state.inflight, 1, __ATOMIC_RELAXED);
 	do
 		b->next = head;
-	while (!atomic_compare_exchange_weak_explicit(&rcu_state.queue, &head, b,
-						      memory_order_release, memory_order_relaxed));
-	if (atomic_fetch_add(&rcu_state.queued_blocks, 1) + 1 >= usl_opt.rcu_batch_blocks)
+	while (!__atomic_compare_exchange_n(&rcu_state.queue, &head, b, true, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED));
+	if (__atomic_fetch_add(&rcu_state.queued_blocks, 1, __ATOMIC_SEQ_CST) + 1 >=
+	    usl_opt.rcu_batch_blocks)
 		gp_wake();
 }
 
@@ -335,7 +336,8 @@ static void drain_batch(struct rcu_block *batch, unsigned long nb)
 	}
 	/* Every block of the batch is counted in flight since it was queued. */
 	USLAB_ASSERT(k == nb);
-	was = atomic_fetch_sub(&rcu_state.inflight, nb); /* gp.c wakes throttled threads */
+	was = __atomic_fetch_sub(&rcu_state.inflight, nb,
+				 __ATOMIC_SEQ_CST); /* gp.c wakes throttled threads */
 	USLAB_ASSERT(was >= nb);
 	(void)was;
 }
@@ -376,7 +378,7 @@ static struct rcu_block *steal(struct rcu_tls *t, bool all)
 	__atomic_store_n(&dst->n, n - tk, __ATOMIC_RELAXED);
 	rstat(queued, n - tk);
 	t->seen = NULL;
-	atomic_fetch_add_explicit(&rcu_state.inflight, 1, memory_order_relaxed);
+	__atomic_fetch_add(&rcu_state.inflight, 1, __ATOMIC_RELAXED);
 	return dst;
 }
 
@@ -400,7 +402,7 @@ static void *rcu_gather(bool scan, bool all)
 
 	/* The monitor's round (or a barrier round run by its caller). */
 	USLAB_ASSERT(lockdep_held(LOCK_GP_ROUND) && lockdep_depth() == 1);
-	batch.blocks = atomic_exchange(&rcu_state.queue, NULL);
+	batch.blocks = __atomic_exchange_n(&rcu_state.queue, NULL, __ATOMIC_SEQ_CST);
 	for (b = batch.blocks; b; b = b->next)
 		nq++;
 	batch.nb = nq;
@@ -431,10 +433,10 @@ static void *rcu_gather(bool scan, bool all)
 		b->next = batch.blocks;
 		batch.blocks = b;
 		batch.nb++;
-		atomic_fetch_add_explicit(&rcu_state.inflight, 1, memory_order_relaxed);
+		__atomic_fetch_add(&rcu_state.inflight, 1, __ATOMIC_RELAXED);
 	}
 	if (nq)
-		atomic_fetch_sub(&rcu_state.queued_blocks, nq);
+		__atomic_fetch_sub(&rcu_state.queued_blocks, nq, __ATOMIC_SEQ_CST);
 	if (!batch.blocks && !batch.heads)
 		return NULL;
 #if USLAB_EXPENSIVE
@@ -461,7 +463,7 @@ static void rcu_drain(void *arg)
 /* idle (gp_client): keep a few spare blocks for uslab_free_rcu_head(). */
 static void rcu_idle(void)
 {
-	atomic_store(&rcu_state.pool_low, 0);
+	__atomic_store_n(&rcu_state.pool_low, 0, __ATOMIC_SEQ_CST);
 	pool_fill();
 }
 
@@ -535,7 +537,7 @@ static int rcu_thread_start(void)
 
 static bool inflight_below_max(void)
 {
-	return atomic_load(&rcu_state.inflight) < usl_opt.rcu_max_inflight;
+	return __atomic_load_n(&rcu_state.inflight, __ATOMIC_SEQ_CST) < usl_opt.rcu_max_inflight;
 }
 
 /* Wait while too many blocks are in flight (outside read-side sections). */
@@ -712,15 +714,15 @@ int uslab_rcu_stats(struct uslab_rcu_stats *st)
 {
 	if (!st)
 		return -EINVAL;
-	st->queued = atomic_load(&rcu_stats.queued);
-	st->freed = atomic_load(&rcu_stats.freed);
-	st->batches = atomic_load(&rcu_stats.batches);
-	st->blocks = atomic_load(&rcu_stats.blocks);
-	st->emergency = atomic_load(&rcu_stats.emergency);
-	st->sync = atomic_load(&rcu_stats.sync);
-	st->reserve = atomic_load(&rcu_stats.reserve);
-	st->leaked = atomic_load(&rcu_stats.leaked);
-	st->throttled = atomic_load(&rcu_stats.throttled);
+	st->queued = __atomic_load_n(&rcu_stats.queued, __ATOMIC_SEQ_CST);
+	st->freed = __atomic_load_n(&rcu_stats.freed, __ATOMIC_SEQ_CST);
+	st->batches = __atomic_load_n(&rcu_stats.batches, __ATOMIC_SEQ_CST);
+	st->blocks = __atomic_load_n(&rcu_stats.blocks, __ATOMIC_SEQ_CST);
+	st->emergency = __atomic_load_n(&rcu_stats.emergency, __ATOMIC_SEQ_CST);
+	st->sync = __atomic_load_n(&rcu_stats.sync, __ATOMIC_SEQ_CST);
+	st->reserve = __atomic_load_n(&rcu_stats.reserve, __ATOMIC_SEQ_CST);
+	st->leaked = __atomic_load_n(&rcu_stats.leaked, __ATOMIC_SEQ_CST);
+	st->throttled = __atomic_load_n(&rcu_stats.throttled, __ATOMIC_SEQ_CST);
 	gp_stats(&st->slabs_deferred, &st->slabs_released);
 	return 0;
 }
@@ -773,10 +775,11 @@ void rcu_fork_child(void)
 		t->listed = false;
 		list_del(pos);
 	}
-	for (struct rcu_block *b = atomic_load(&rcu_state.queue); b; b = b->next)
+	for (struct rcu_block *b = __atomic_load_n(&rcu_state.queue, __ATOMIC_SEQ_CST); b;
+	     b = b->next)
 		nq++;
-	atomic_store(&rcu_state.queued_blocks, nq);
-	atomic_store(&rcu_state.inflight, nq);
+	__atomic_store_n(&rcu_state.queued_blocks, nq, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&rcu_state.inflight, nq, __ATOMIC_SEQ_CST);
 	if (nq || rcu_state.hq || rcu_state.orphan)
 		gp_need_start();
 }
