@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * abi.c - the one place that pins <uslab/priv.h>, the private ABI of the
+ * abi.c - the one place that pins <uslab/inline/priv.h>, the private ABI of the
  * inline paths compiled into programs, to the library's structures. Each
  * assertion names what an inline path reads; a change to a structure that
  * breaks one, or to what a field means, is a change of the private ABI:
  * bump USLAB_PRIV_ABI and the generation in the symbol names beside it
- * (<uslab/priv.h>), so that programs compiled against older headers fail
+ * (<uslab/inline/priv.h>), so that programs compiled against older headers fail
  * to link or load instead of misreading memory (api_abi_stale checks it).
  * No code: compiling this file is the check.
  */
@@ -56,8 +56,9 @@ _Static_assert(offsetof(struct uslab_cache, hot.free_key) + sizeof(uintptr_t) <=
 /* uslab_priv_kmalloc_index(): the highest bit of an unsigned long. */
 _Static_assert(USLAB_PRIV_LONG_TOP_BIT == 63, "__builtin_clzl of a 64-bit long");
 
-/* The generation in the names the inline paths bind to (<uslab/priv.h>). */
-_Static_assert(USLAB_PRIV_ABI == 2, "the _abi2 names below USLAB_PRIV_ABI in <uslab/priv.h>");
+/* The generation in the names the inline paths bind to (<uslab/inline/priv.h>). */
+_Static_assert(USLAB_PRIV_ABI == 2,
+	       "the _abi2 names below USLAB_PRIV_ABI in <uslab/inline/priv.h>");
 
 /* ----------------------------------------------------------- magazine.h */
 

@@ -68,7 +68,7 @@
  *                             uslab_stats_print, USLAB_STATS's snapshot
  *      format     export_format.c the tables (shared with uslab-stat)
  *  14  init       init.c      start-up, fork handlers: wires every layer
- *      abi        abi.c       the _Static_asserts that pin <uslab/priv.h>,
+ *      abi        abi.c       the _Static_asserts that pin <uslab/inline/priv.h>,
  *                             the inline paths' ABI, to the structures
  *                             (init.c and abi.c are one layer)
  *
@@ -229,7 +229,7 @@ static inline unsigned int fls_uint(unsigned int x)
 #define NO_SANITIZE_THREAD
 #endif
 
-#ifdef USLAB_PRIV_ASAN /* <uslab/priv.h> detects sanitizers */
+#ifdef USLAB_PRIV_ASAN /* <uslab/inline/priv.h> detects sanitizers */
 #define USLAB_ASAN 1
 #endif
 

@@ -34,7 +34,7 @@ static void count(unsigned long *calls, unsigned long *objs, size_t n)
 }
 
 /*
- * The copies of the bulk paths: <uslab/priv.h>'s, 16 bytes a vector in
+ * The copies of the bulk paths: <uslab/inline/priv.h>'s, 16 bytes a vector in
  * this generic x86-64 build, and AVX2 versions of them, 32 bytes a vector,
  * which an ifunc picks on CPUs that have it. Halving the stores is what
  * counts: a free stores every pointer twice. (A 32-byte vector type in the

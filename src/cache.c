@@ -98,7 +98,7 @@ static uintptr_t random_secret(void)
 }
 
 /*
- * The free key (<uslab/priv.h>, doc/design.md "Free checks"): one random
+ * The free key (<uslab/inline/priv.h>, doc/design.md "Free checks"): one random
  * word for the process, bit 63 set (never 0, never a user address); each
  * cache with a key has a copy (c->hot.free_key).
  */

@@ -266,7 +266,7 @@ static inline void objs_unpoison(const struct uslab_cache *c, void *const *objs,
 }
 
 /*
- * The free key (<uslab/priv.h>, doc/design.md "Free checks"), for the
+ * The free key (<uslab/inline/priv.h>, doc/design.md "Free checks"), for the
  * library's paths: obj_mark_free() checks and marks an object of @c (one
  * with a key) going into a sheaf or a magazine, obj_unmark() clears the
  * mark of one leaving them. They read and write one word of a free object,

@@ -5,7 +5,7 @@
  * slab of its own from os.c (large_cache, below). The classes and their
  * waste are in <uslab/kmalloc.h> and doc/design.md.
  *
- * Fast paths (inline in the caller, <uslab/kmalloc.h>; the same code below
+ * Fast paths (inline in the caller, <uslab/inline/kmalloc.h>; the same code below
  * for USLAB_NO_INLINE and sanitizer builds):
  *
  *   kmalloc: class = uslab_priv_kmalloc_index(size) (a compare, a clz, two

@@ -63,7 +63,7 @@
  * 64 MiB, touched only where pages are used; 1.6% like the kernel's
  * struct page). The registry entry of a granule points at the table with
  * shift PAGE_SHIFT, so object -> descriptor is one load and a shift
- * (the inline kfree's arithmetic, <uslab/priv.h>); a slab's other pages
+ * (the inline kfree's arithmetic, <uslab/inline/priv.h>); a slab's other pages
  * are tails pointing at the first (os.h, struct slab).
  *
  * Per page, three bitmaps besides the blocks: free (in a free block),

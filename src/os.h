@@ -76,7 +76,7 @@ struct slab {
 	uint8_t moved : 1;  /* a large object whose pages os_large_move() took away */
 	uint8_t order;	    /* a cache's slab is 2^order pages */
 	/* The cache's id while its objects may be freed to sheaves, else 0:
-	   the inline kfree's pcs (uslab/kmalloc.h) */
+	   the inline kfree's pcs (uslab/inline/kmalloc.h) */
 	uint16_t pcs_id;
 	union {
 		/* PARTIAL: the node partial list */
@@ -112,7 +112,7 @@ INTERNAL void os_slab_prefetch(const void *p);
 
 /*
  * slab_desc - the descriptor of address @a from @e, the non-zero registry
- * entry of its granule: <uslab/priv.h>'s arithmetic, the one copy, which
+ * entry of its granule: <uslab/inline/priv.h>'s arithmetic, the one copy, which
  * the inline kfree runs too (src/abi.c pins the constants it uses).
  */
 #define slab_desc(a, e) ((struct slab *)(uintptr_t)uslab_priv_slab_desc((a), (e)))

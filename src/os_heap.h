@@ -38,7 +38,7 @@ struct arena {
 	struct slab slabs[] CACHELINE_ALIGNED;
 };
 
-/* What <uslab/priv.h> reads: slab descriptors, 64-byte aligned (the rest in src/abi.c). */
+/* What <uslab/inline/priv.h> reads: slab descriptors, 64-byte aligned (the rest in src/abi.c). */
 _Static_assert(offsetof(struct arena, slabs) % CACHELINE == 0, "descriptors on cache lines");
 
 /* A purge's carved runs, on the in-flight list while their madvise runs. */

@@ -4,7 +4,7 @@
  * from mmap (aligned arenas, metadata, the commit probe) and, per 64 MiB
  * granule of the address space, which arena holds it (arena_map) and
  * where its page descriptors are (uslab_priv_slab_map, the table the
- * inline kfree reads: <uslab/priv.h>). The lookups on it: os_slab_lookup()
+ * inline kfree reads: <uslab/inline/priv.h>). The lookups on it: os_slab_lookup()
  * (os.h), os_slab_prefetch(), uslab_owns(), uslab_slab_of().
  *
  * Lock: the registry is written under os_lock (os.c's: map_set) and read
@@ -19,7 +19,7 @@
 
 struct arena *arena_map[MAP_ENTRIES];
 /*
- * The slab registry, exported for the inline kfree (uslab/kmalloc.h): per
+ * The slab registry, exported for the inline kfree (uslab/inline/kmalloc.h): per
  * 64 MiB granule, the descriptor of the granule's first page (64-byte
  * aligned) ORed with the shift: PAGE_SHIFT for a heap arena, ARENA_SHIFT
  * for a huge object (every address to its one descriptor); 0 for none.

@@ -103,7 +103,7 @@ static inline void pcs_check(const struct pcs *p)
 
 /*
  * Install @sh as main, and beside it the copy of the cache's objgeo entry
- * (<uslab/priv.h>) the inline kfree reads while main is there.
+ * (<uslab/inline/priv.h>) the inline kfree reads while main is there.
  */
 static void pcs_set_main(struct pcs *p, struct sheaf *sh)
 {

@@ -65,7 +65,7 @@
 
 #include "perthread.h"
 
-#ifdef USLAB_PRIV_RSEQ /* <uslab/priv.h>: x86-64, glibc 2.35 or later, no TSan */
+#ifdef USLAB_PRIV_RSEQ /* <uslab/inline/priv.h>: x86-64, glibc 2.35 or later, no TSan */
 #define PERCPU_RSEQ 1
 #endif
 
@@ -105,7 +105,7 @@ static inline long rseq_off(void)
 	return (long)__rseq_offset;
 }
 
-/* The pop and push of <uslab/priv.h> (the inline paths' own). */
+/* The pop and push of <uslab/inline/priv.h> (the inline paths' own). */
 static inline void *pc_pop(struct percpu_slot *slots)
 {
 	return uslab_priv_pcpu_pop(slots, percpu_nr);

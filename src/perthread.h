@@ -89,7 +89,7 @@ static inline void barn_kick(void)
  * slow paths.
  */
 struct pcs {
-	/* First line: the fast paths (uslab/fastpath.h, uslab/kmalloc.h). */
+	/* First line: the fast paths (uslab/fastpath.h, uslab/inline/kmalloc.h). */
 	struct uslab_priv_pcs hot;
 	struct sheaf *main;
 	/* Second line: the slow paths. */

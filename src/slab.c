@@ -97,7 +97,7 @@ void slab_setup(struct uslab_cache *c, struct slab *s, void *offslab)
 	} else {
 		asan_poison(s->base, PAGE_SIZE << c->order);
 	}
-	s->first_neg = -(uintptr_t)first; /* the interior-pointer check (<uslab/priv.h>) */
+	s->first_neg = -(uintptr_t)first; /* the interior-pointer check (<uslab/inline/priv.h>) */
 	s->pcs_id = c->id > 0 && !c->debug ? (uint16_t)c->id : 0; /* (debug: the library's) */
 	__atomic_store_n(&s->cache, c, __ATOMIC_RELEASE);
 	os_slab_publish(s); /* its other pages' descriptors name it too */

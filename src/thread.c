@@ -373,7 +373,7 @@ void thread_reserve_ids(unsigned int n)
 
 /*
  * The objects' places in the slabs of the cache with each id, and its free
- * key (<uslab/priv.h>): the inline kfree's checks. Zero for id 0 and for a
+ * key (<uslab/inline/priv.h>): the inline kfree's checks. Zero for id 0 and for a
  * debug cache (its objects freed by kfree take the library's path).
  */
 struct uslab_priv_objgeo uslab_priv_objgeo[USLAB_MAX_CACHES + 1];

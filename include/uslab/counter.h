@@ -162,8 +162,8 @@ USLAB_API void uslab_idgen_destroy(struct uslab_idgen *g);
 
 /* ------------------------------------------------------ inline fast paths */
 
-/* The uslab_priv_* names below: the private ABI, <uslab/priv.h>. */
-#include <uslab/priv.h>
+/* The uslab_priv_* names below: the private ABI, <uslab/inline/priv.h>. */
+#include <uslab/inline/priv.h>
 
 /* About 10 instructions: the slot, its generation, the sum against the batch, a store. */
 static inline __attribute__((__always_inline__)) void

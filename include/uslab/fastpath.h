@@ -19,7 +19,7 @@
  * ThreadSanitizer, so the library's checked paths run.
  *
  * Everything named uslab_priv_* is an implementation detail, declared in
- * <uslab/priv.h> (the private ABI of libuslab.so.0, in one header).
+ * <uslab/inline/priv.h> (the private ABI of libuslab.so.0, in one header).
  */
 #ifndef USLAB_FASTPATH_H
 #define USLAB_FASTPATH_H
@@ -28,7 +28,7 @@
 #error "include <uslab.h>, not <uslab/fastpath.h>"
 #endif
 
-#include <uslab/priv.h>
+#include <uslab/inline/priv.h>
 
 /*
  * Both paths read the thread's table before they test the cache for NULL:

@@ -84,7 +84,7 @@ struct uslab_magazine {
 	unsigned int uslab_priv_capacity; /* the library's: a debug cache's array size */
 	unsigned long refills;
 	unsigned long flushes;
-	uintptr_t uslab_priv_free_key; /* the cache's free key (<uslab/priv.h>) */
+	uintptr_t uslab_priv_free_key; /* the cache's free key (<uslab/inline/priv.h>) */
 	unsigned long reserved[2];
 #if defined(__cplusplus) && defined(__clang__)
 	/* C++ has no flexible array member: clang's extension, not a -pedantic error. */
@@ -310,8 +310,8 @@ USLAB_API void uslab_free_batch_flush(struct uslab_free_batch *b);
 
 /* ------------------------------------------------------ inline fast paths */
 
-/* The uslab_priv_* names below: the private ABI, <uslab/priv.h> (the slow paths' returns). */
-#include <uslab/priv.h>
+/* The uslab_priv_* names below: the private ABI, <uslab/inline/priv.h> (the slow paths' returns). */
+#include <uslab/inline/priv.h>
 
 /*
  * Pop: about 9 instructions and two branches (empty; the free key, which

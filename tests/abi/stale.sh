@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # api_abi_stale: a program compiled inline against headers of another
-# generation of the private ABI (<uslab/priv.h>, USLAB_PRIV_ABI) fails to
+# generation of the private ABI (<uslab/inline/priv.h>, USLAB_PRIV_ABI) fails to
 # link, or to start, with a message naming the symbol; it never runs
 # against a layout it does not know. The stale program is simulated by the
 # reference the inline paths of the headers before issue 34 made (the

@@ -455,7 +455,7 @@ static void *borrower(void *arg)
 	(void)arg;
 	for (int i = 0; i < 100; i++) {
 		p[i] = uslab_magazine_alloc(handed);
-		/* (after the first word: the free key's, <uslab/priv.h>) */
+		/* (after the first word: the free key's, <uslab/inline/priv.h>) */
 		TCHECK(p[i] && memcmp((char *)p[i] + 8, "handed", 7) == 0,
 		       "object %d kept its contents", i);
 		stamp(p[i], (uint64_t)i);

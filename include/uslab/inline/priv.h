@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * uslab/priv.h - the private ABI of uslab's inline paths: every name
+ * uslab/inline/priv.h - the private ABI of uslab's inline paths: every name
  * uslab_priv_* and USLAB_PRIV_*, in one place. Included by the public
  * headers whose inline paths use it (<uslab/fastpath.h>, <uslab/kmalloc.h>,
  * <uslab/magazine.h>, <uslab/counter.h>); never include it directly, and
@@ -19,7 +19,7 @@
 #define USLAB_PRIV_H
 
 #ifndef USLAB_H
-#error "include <uslab.h>, not <uslab/priv.h>"
+#error "include <uslab.h>, not <uslab/inline/priv.h>"
 #endif
 
 #include <stdint.h>
