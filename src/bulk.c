@@ -227,15 +227,8 @@ size_t uslab_priv_alloc_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 
 	if (!n)
 		return 0;
-	cache_check_live(c, "bulk allocation");
-	if (unlikely(!objs)) {
-		errno = EINVAL;
+	if (!alloc_pre_hook(c, "bulk allocation", !objs))
 		return 0;
-	}
-	if (unlikely(c->flags & CACHE_FAILSLAB) && failslab_hit()) {
-		errno = ENOMEM;
-		return 0;
-	}
 	if ((slots = pcs_yield_to_percpu(c))) {
 		k = percpu_alloc_bulk(c, slots, n, objs);
 		if (k < n && !alloc_from_slabs(c, n - k, objs + k)) {
@@ -405,8 +398,7 @@ void uslab_priv_free_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 	for (size_t i = 0; i < n; i++)
 		if (unlikely(obj_is_hole(objs[i])))
 			objs[i] = NULL; /* the paths below know NULL holes only */
-	objs_mark_free(c, objs, n);	/* a double free stops here, at the call */
-	objs_poison(objs, n);
+	objs_free_hook(c, objs, n);
 	free_to_cache(c, n, objs);
 	USLAB_ASSERT_EXPENSIVE(all_null(objs, n)); /* every entry consumed */
 	gp_kick();
@@ -441,8 +433,7 @@ void uslab_cache_free_bulk(struct uslab_cache *c, size_t n, void **objs)
 		top = p->hot.top;
 		if (n - 1 < (size_t)(p->hot.limit - top)) {
 			/* push_main()'s move in one pass: main has room for all. */
-			objs_mark_free(c, objs, n);
-			objs_poison(objs, n);
+			objs_free_hook(c, objs, n);
 			p->hot.top =
 				top + (unlikely(move_ptrs(top, objs, n)) ? squeeze(top, n) : n);
 			count(&p->free_bulk, &p->free_bulk_objs, n);

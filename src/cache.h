@@ -316,6 +316,33 @@ static inline void objs_mark_free(struct uslab_cache *c, void *const *objs, size
 }
 
 /*
+ * The free and hand-out hooks, the pair every library path runs on the
+ * objects it takes from or gives to a program (SLUB's slab_free_hook() and
+ * slab_post_alloc_hook()), so that the checks are written once:
+ *
+ * obj_free_hook - @obj of @c comes back: checked at the call when @check
+ * (in a live slab of @c, on an object boundary: a bad pointer stops the
+ * program here, not at a later flush; false where a slab check follows
+ * anyway, or for an external pool's object, which has no slab), marked
+ * free in a cache with the free key, poisoned for ASan.
+ */
+static inline void obj_free_hook(struct uslab_cache *c, void *obj, bool check)
+{
+	if (check)
+		slab_of_object(c, obj);
+	if (c->hot.free_key)
+		obj_mark_free(c, obj);
+	obj_poison(c, obj);
+}
+
+/* objs_free_hook - obj_free_hook() on @objs[0..n) of @c, unchecked (holes skipped). */
+static inline void objs_free_hook(struct uslab_cache *c, void *const *objs, size_t n)
+{
+	objs_mark_free(c, objs, n); /* a double free stops here, at the call */
+	objs_poison(objs, n);
+}
+
+/*
  * objs_hand_out - @objs[0..n) of @c leave uslab for the caller: unpoisoned
  * for ASan, their free key cleared where they carry it.
  */

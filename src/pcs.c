@@ -519,15 +519,13 @@ void *uslab_priv_alloc_slow(struct uslab_cache *c)
 	struct pcs *p;
 	void *obj;
 
-	cache_check_live(c, "allocation");
+	/* (A cache failslab selects has no sheaves: never the debug path below.) */
+	if (!alloc_pre_hook(c, "allocation", false))
+		return NULL;
 	if (unlikely(c->debug) && c->sheaf_capacity) {
 		obj = debug_alloc(c, __builtin_return_address(0));
 		NO_TAIL_CALL(obj);
 		return obj;
-	}
-	if (unlikely(c->flags & CACHE_FAILSLAB) && failslab_hit()) {
-		errno = ENOMEM;
-		return NULL;
 	}
 	if ((slots = pcs_yield_to_percpu(c))) {
 		obj = percpu_alloc(c, slots);
@@ -606,27 +604,15 @@ void uslab_priv_free_slow(struct uslab_cache *c, void *obj)
 		return;
 	}
 	if ((slots = pcs_yield_to_percpu(c))) {
-		slab_of_object(c, obj); /* checked at the call, as below */
-		if (c->hot.free_key)
-			obj_mark_free(c, obj); /* (the inline paths leave it unmarked) */
-		obj_poison(c, obj);
+		obj_free_hook(c, obj, true); /* (the inline paths leave it unmarked) */
 		percpu_free(c, slots, obj);
 	} else if (!c->sheaf_capacity || !(p = pcs_self(c))) {
-		/* (A thread that cannot start: to its slab, marked like any free object of a keyed cache.) */
-		if (c->hot.free_key)
-			obj_mark_free(c, obj);
-		obj_poison(c, obj);
-		cache_free_objects(c, &obj, 1, 0); /* (checks it on the way to its slab) */
+		/* (A thread that cannot start: to its slab, which checks it on the way.) */
+		obj_free_hook(c, obj, false);
+		cache_free_objects(c, &obj, 1, 0);
 	} else {
-		/*
-		 * Into a sheaf: checked here, at the call (in a live slab of
-		 * this cache, on a boundary); an external pool has no slab.
-		 */
-		if (!(c->flags & USLAB_POOL_EXTERNAL))
-			slab_of_object(c, obj);
-		if (c->hot.free_key)
-			obj_mark_free(c, obj);
-		obj_poison(c, obj);
+		/* Into a sheaf: checked here, at the call; an external pool has no slab. */
+		obj_free_hook(c, obj, !(c->flags & USLAB_POOL_EXTERNAL));
 		thread_lock_self();
 		if (!c->hot.free_key)
 			check_top(c, p, obj); /* (main is full: its top is the last freed) */

@@ -156,6 +156,27 @@ INTERNAL bool thread_started(void);
 INTERNAL void thread_note_id(int id);
 INTERNAL int thread_id_attach(struct uslab_cache *c, unsigned int sheaf_capacity);
 INTERNAL void thread_reserve_ids(unsigned int n);
+
+/*
+ * alloc_pre_hook - what every allocation entry of the library checks first
+ * (SLUB's slab_pre_alloc_hook(); pcs.c, bulk.c), in this order: @c is a
+ * live cache (else the program stops with a report naming @call); a bulk
+ * call has an array (@no_array: it has none); USLAB_FAILSLAB may fail the
+ * call. Return: false with errno EINVAL (no array) or ENOMEM (failslab).
+ */
+static inline bool alloc_pre_hook(struct uslab_cache *c, const char *call, bool no_array)
+{
+	cache_check_live(c, call);
+	if (unlikely(no_array)) {
+		errno = EINVAL;
+		return false;
+	}
+	if (unlikely(c->flags & CACHE_FAILSLAB) && failslab_hit()) {
+		errno = ENOMEM;
+		return false;
+	}
+	return true;
+}
 INTERNAL void thread_id_detach_locked(struct uslab_cache *c);
 INTERNAL void thread_lock_self(void);
 INTERNAL void thread_unlock_self(void);
