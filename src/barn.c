@@ -128,7 +128,7 @@ void barn_init(struct barn *b, unsigned int max_full, unsigned int max_empty)
 	b->full_bytes = 0; /* no growth until barn_adapt_init() */
 	b->refused_ns = b->deep_ns = 0;
 	b->refused_run = 0;
-	b->regrow = false;
+	WRITE_ONCE(b->regrow, false);
 }
 
 static struct sheaf *pop_locked(struct barn *b, struct sheaf **stack, unsigned int *nr);
@@ -332,11 +332,14 @@ static void barn_missed(struct barn *b)
 		return;
 	}
 	run = __atomic_exchange_n(&b->refused_run, 0, __ATOMIC_RELAXED);
+	if (!run && !READ_ONCE(b->regrow))
+		return; /* (the common miss after a short run: no lock) */
 	barn_lock(b);
 	/* A new run of refusals since the last miss: long enough, and this thread's own? */
 	if (run)
-		b->regrow = run >= b->max_full &&
-			    __atomic_load_n(&b->refused_by, __ATOMIC_RELAXED) == barn_self();
+		WRITE_ONCE(b->regrow, run >= b->max_full &&
+					      __atomic_load_n(&b->refused_by, __ATOMIC_RELAXED) ==
+						      barn_self());
 	bytes = (uint64_t)(b->max_full + 1) * b->capacity * barn_cache(b)->size;
 	if (b->regrow && bytes <= b->full_bytes && b->max_full < DEPTH_MOST) {
 		if (b->max_full == b->full_min)
@@ -718,7 +721,7 @@ void barn_drain(struct uslab_cache *c)
 	WRITE_ONCE(b->max_full, b->full_min);
 	__atomic_store_n(&b->refused_ns, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&b->refused_run, 0, __ATOMIC_RELAXED);
-	b->regrow = false;
+	WRITE_ONCE(b->regrow, false);
 	barn_unlock(b);
 
 	for (; full; full = next) {

@@ -45,8 +45,8 @@ struct barn {
 	uint64_t refused_ns;	   /* a full sheaf was last refused at (0: not lately) */
 	unsigned int refused_run;  /* sheaves refused since a thread last missed (atomic) */
 	uintptr_t refused_by;	   /* the thread refused last (barn_self(); atomic) */
-	bool regrow;		   /* the last run of refusals was a barn's depth or more */
-	uint64_t deep_ns;	   /* the depth last grew or halved at */
+	bool regrow; /* the last run of refusals was a barn's depth or more (also read unlocked) */
+	uint64_t deep_ns; /* the depth last grew or halved at */
 	/* The adaptive sheaf capacity (barn.c): under the lock; capacity is also read without. */
 	unsigned int capacity;	       /* of the sheaves handed out now (0: a bare barn) */
 	unsigned int cap_min, cap_max; /* equal: pinned */
