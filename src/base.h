@@ -51,11 +51,13 @@
  *                             slabs released after a grace period
  *   5  sheaf      sheaf.c     the sheaf object: alloc, free, flush
  *   6  barn       barn.c      a cache's depot of full and empty sheaves
- *   7  pcs        pcs.c       per-thread sheaves: fast paths, slow paths
+ *   7  pcs        thread_sheaves.c each thread's sheaves of each cache
+ *                             (struct pcs): fast paths, slow paths
  *      thread     thread.c    per-thread tables, cache ids, thread exit,
  *                             draining
- *      percpu     percpu.c    per-CPU sheaves in rseq critical sections
- *                             (pcs.c, thread.c and percpu.c are one layer)
+ *      percpu     cpu_sheaves.c each CPU's sheaves of a per-CPU cache, in
+ *                             rseq critical sections (thread_sheaves.c,
+ *                             thread.c and cpu_sheaves.c are one layer)
  *   8  bulk       bulk.c      arrays of objects in and out
  *      pool       pool.c      the same, DPDK's way: get/put, count (bulk.c
  *                             and pool.c are one layer)

@@ -7,7 +7,7 @@
  * cache_registry.c's, a pool's loose array loose.c's (cache_core.h is
  * what the three share). Creating, destroying and shrinking a cache is
  * lifecycle.c's (above every layer); sheaves and their ids belong to the
- * per-thread layer (barn.c, pcs.c, thread.c), large objects to kmalloc.c.
+ * per-thread layer (barn.c, thread_sheaves.c, thread.c), large objects to kmalloc.c.
  *
  * Lock (its rank in src/lock.h, the one copy of the lock order):
  *
@@ -597,7 +597,7 @@ void node_free_objects(struct uslab_cache *c, void **p, size_t n, unsigned int l
 /*
  * cache_free_checked - return @p[0..n) of debug cache @c to their slabs
  * without the debug tier's checks: objects of its sheaves, checked and
- * made free at the call that put them there (pcs.c).
+ * made free at the call that put them there (thread_sheaves.c).
  */
 void cache_free_checked(struct uslab_cache *c, void **p, size_t n)
 {
@@ -774,7 +774,7 @@ unsigned int cache_refill(struct uslab_cache *c, void **dst, unsigned int want)
 /*
  * cache_refill_free - cache_refill() for a debug cache's sheaf: the objects
  * stay free (OBJ_FREE), to be checked and marked when a call takes one
- * (pcs.c). Debug caches have no pool.
+ * (thread_sheaves.c). Debug caches have no pool.
  */
 unsigned int cache_refill_free(struct uslab_cache *c, void **dst, unsigned int want)
 {

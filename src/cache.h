@@ -118,7 +118,7 @@ struct uslab_cache {
 	unsigned int dbg_off;	     /* debug: struct obj_debug at object + dbg_off */
 	struct uslab_cache *offslab; /* OFFSLAB: the cache of the arrays */
 	unsigned int sheaf_capacity; /* 0: no sheaves */
-	unsigned int pcpu_users;     /* threads holding per-thread sheaves of it (percpu.c) */
+	unsigned int pcpu_users;     /* threads holding per-thread sheaves of it (cpu_sheaves.c) */
 	unsigned int min_partial;
 	unsigned long nr_deferred; /* TYPESAFE_BY_RCU slabs waiting for gp.c */
 	int id;			   /* index of pcs; -1 without sheaves */

@@ -26,7 +26,7 @@
  * one again only when no slot was never used, so a use after free faults
  * as long as possible. A destroyed cache's freed slots go back to UNUSED.
  *
- * Who calls: the allocation slow path (pcs.c) asks guard_sample() on each
+ * Who calls: the allocation slow path (thread_sheaves.c) asks guard_sample() on each
  * sheaf miss, a counter per thread (USLAB_GUARD: one in that many slow
  * paths), and on a hit cache.c's cache_guard_alloc() takes a slot. Nothing
  * on the inline fast paths. The region is in no arena, so every lookup of

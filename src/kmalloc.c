@@ -16,7 +16,7 @@
  *            About 18 instructions.
  *
  * Everything else is a slow path: the first call (the classes are created
- * then, see create_classes()), sheaf refills and flushes (pcs.c), large
+ * then, see create_classes()), sheaf refills and flushes (thread_sheaves.c), large
  * objects (os.c's retain and purge policy applies to their slabs), and
  * NULL, USLAB_ZERO_SIZE_PTR or foreign pointers.
  *
@@ -120,7 +120,7 @@ static bool create_classes(void)
 			/*
 			 * Every class has sheaves, an id > 0 (uslab_priv_pcs_of_id),
 			 * except those USLAB_FAILSLAB selects; those USLAB_DEBUG
-			 * selects have sheaves the library keeps (pcs.c) and show
+			 * selects have sheaves the library keeps (thread_sheaves.c) and show
 			 * the inline paths id 0 too: the pcs entry that is always
 			 * empty sends them to the library.
 			 */

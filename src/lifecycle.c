@@ -45,7 +45,7 @@ struct uslab_cache *lifecycle_create(const char *name, size_t size,
 	/*
 	 * A cache failslab selects has no sheaves: every allocation and free
 	 * reaches the library. One in the debug tier has sheaves that only the
-	 * library's debug paths use, checking every call (pcs.c).
+	 * library's debug paths use, checking every call (thread_sheaves.c).
 	 */
 	if (failslab_selects(name, flags))
 		flags |= CACHE_FAILSLAB;

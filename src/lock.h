@@ -34,7 +34,7 @@
  *  6 LOCK_RCU_POOL  rcu.c     spare blocks
  *  7 LOCK_THREADS   thread.c  list of thread states
  *  8 LOCK_TSTATE    thread.c  one thread's sheaves, as a whole
- *  9 LOCK_PERCPU    percpu.c  draining the CPUs' sheaves (one drainer)
+ *  9 LOCK_PERCPU    cpu_sheaves.c  draining the CPUs' sheaves (one drainer)
  * 10 LOCK_BARN      barn.c    a cache's barn
  * 11 LOCK_NODE      cache.c   a cache's slab lists and slab freelists
  * 12 LOCK_OS        os.c      arenas and free slab slots

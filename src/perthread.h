@@ -2,14 +2,14 @@
 /*
  * perthread.h - layers 5 to 7: sheaves (sheaf.c), the barn's functions
  * (barn.c; struct barn is in cache.h, the cache embeds it), each thread's
- * sheaves of each cache (pcs.c) and its table of them, cache ids (thread.c).
+ * sheaves of each cache (thread_sheaves.c) and its table of them, cache ids (thread.c).
  */
 #ifndef USLAB_PERTHREAD_H
 #define USLAB_PERTHREAD_H
 
 #include "gp.h"
 
-/* One CPU's sheaves of a per-CPU cache (percpu.c): the inline paths' struct. */
+/* One CPU's sheaves of a per-CPU cache (cpu_sheaves.c): the inline paths' struct. */
 #define percpu_slot uslab_priv_pcpu
 
 /* ------------------------------------------------------------ sheaf.c */
@@ -77,7 +77,7 @@ static inline void barn_kick(void)
 	os_kick();
 }
 
-/* ---------------------------------------------------- pcs.c, thread.c */
+/* ---------------------------------------------------- thread_sheaves.c, thread.c */
 
 /*
  * struct pcs - one thread's sheaves for one cache: two cache lines in the
@@ -126,7 +126,7 @@ static inline struct pcs *pcs_of(const struct uslab_cache *c)
  * pcs_own - the calling thread's pcs of @c that its sheaves are in: pcs_of()
  * but for a debug cache, whose fast paths see entry 0 (always empty) so
  * that every call reaches its checks, and whose sheaves the library's
- * debug paths keep at its id's entry (pcs.c).
+ * debug paths keep at its id's entry (thread_sheaves.c).
  */
 static inline struct pcs *pcs_own(const struct uslab_cache *c)
 {
@@ -159,7 +159,7 @@ INTERNAL void thread_reserve_ids(unsigned int n);
 
 /*
  * alloc_pre_hook - what every allocation entry of the library checks first
- * (SLUB's slab_pre_alloc_hook(); pcs.c, bulk.c), in this order: @c is a
+ * (SLUB's slab_pre_alloc_hook(); thread_sheaves.c, bulk.c), in this order: @c is a
  * live cache (else the program stops with a report naming @call); a bulk
  * call has an array (@no_array: it has none); USLAB_FAILSLAB may fail the
  * call. Return: false with errno EINVAL (no array) or ENOMEM (failslab).
@@ -188,13 +188,13 @@ INTERNAL void thread_fork_prepare(void);
 INTERNAL void thread_fork_parent(void);
 INTERNAL void thread_fork_child(void);
 
-/* ----------------------------------------------------------- percpu.c */
+/* ----------------------------------------------------------- cpu_sheaves.c */
 
 /*
  * struct percpu_slot - one CPU's sheaves of a per-CPU cache, the inline
  * paths' struct uslab_priv_pcpu: main and spare (percpu_dead for none,
  * never NULL; one 16-byte store replaces both), the stop word of a drain
- * (percpu.c has the protocol). One cache line.
+ * (cpu_sheaves.c has the protocol). One cache line.
  */
 /* The library's view of a slot's sheaves. */
 static inline struct sheaf *slot_sheaf(struct uslab_priv_sheaf *sh)

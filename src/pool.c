@@ -105,7 +105,7 @@ void uslab_pool_put_bulk(struct uslab_cache *c, size_t n, void *const *objs)
 		/*
 		 * Each object checked at the call, as a free (a pool put twice,
 		 * a foreign pointer: reported here), on its way to the debug
-		 * tier's sheaves (pcs.c), which pool_put's copy would bypass.
+		 * tier's sheaves (thread_sheaves.c), which pool_put's copy would bypass.
 		 */
 		for (size_t i = 0; i < n; i++)
 			pcs_debug_free(c, objs[i], __builtin_return_address(0));

@@ -10,7 +10,7 @@
  * up to sheaf_capacity_max() while its threads trade with the barn often,
  * and shrinks back when they stop (barn.c, the adaptive capacity), so
  * sheaves of several capacities of one cache coexist.
- * A sheaf is owned by one thread (its pcs, pcs.c) or by a barn (barn.c);
+ * A sheaf is owned by one thread (its pcs, thread_sheaves.c) or by a barn (barn.c);
  * this file allocates and frees them, returns their objects to slabs
  * (sheaf_flush) and prefetches the objects of one taken from the barn.
  *
@@ -35,7 +35,7 @@ int sheaf_bootstrap(void)
 	for (int i = 0; i < SHEAF_CLASSES; i++) {
 		/*
 		 * Whole cache lines: a per-CPU sheaf's header (its size) is
-		 * written on every pop and push (percpu.c), and sheaves packed at
+		 * written on every pop and push (cpu_sheaves.c), and sheaves packed at
 		 * 8 bytes shared a line with the neighbour's last slots, another
 		 * CPU's (measured: doc/design.md, "Decisions measured in code").
 		 */
@@ -160,7 +160,7 @@ void sheaf_flush(struct uslab_cache *c, struct sheaf *sh)
 {
 	USLAB_ASSERT(sheaf_ok(c, sh));
 	if (unlikely(c->debug))
-		cache_free_checked(c, sh->objs, sh->size); /* free already (pcs.c) */
+		cache_free_checked(c, sh->objs, sh->size); /* free already (thread_sheaves.c) */
 	else
 		cache_free_objects(c, sh->objs, sh->size, usl_opt.lookahead);
 	sh->size = 0;

@@ -9,7 +9,7 @@
  * USLAB_RED_ZONE, USLAB_POISON, USLAB_STORE_USER) or by USLAB_DEBUG
  * (letters FZPU, optionally followed by cache names). Its fast paths
  * always miss, so every call reaches the library: a single allocation or
- * free is checked at the call by pcs.c's debug paths
+ * free is checked at the call by thread_sheaves.c's debug paths
  * (slab_debug_alloc_one() as an object leaves the thread's sheaf,
  * slab_debug_free_one() before one goes in: a sheaf holds free objects
  * only); bulk calls and the other paths reach cache_refill() and

@@ -415,7 +415,7 @@ int thread_id_attach(struct uslab_cache *c, unsigned int sheaf_capacity)
 	c->hot.free_key = cache_free_key(c);
 	/*
 	 * A debug cache's paths, inline and the library's, find the
-	 * always-empty entry: every call reaches its checks (pcs.c). A cache
+	 * always-empty entry: every call reaches its checks (thread_sheaves.c). A cache
 	 * with the free key: its inline paths do (they never write an
 	 * object), the library's pop and push find its sheaves and mark.
 	 */

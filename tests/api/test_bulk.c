@@ -350,7 +350,7 @@ static void test_bulk_double_free(void)
 /*
  * Bursts of 64 through sheaves of 126, one thread, a window of 1024 in
  * flight (bench_forward's one thread): once settled, no sheaf swaps (the
- * spare serves a burst main cannot; pcs.c), and every object comes back
+ * spare serves a burst main cannot; thread_sheaves.c), and every object comes back
  * stamped as it left.
  */
 static void test_burst_swaps(void)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * percpu.c - per-CPU sheaves (USLAB_PERCPU) under many threads, migration,
+ * cpu_sheaves.c - per-CPU sheaves (USLAB_PERCPU) under many threads, migration,
  * signals, fork, remote destroy and the automatic switch.
  *
  *	stress_percpu [THREADS [OPS [SEED]]]	(defaults 256 4000 1)

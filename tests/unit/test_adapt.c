@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * test_adapt.c - the adaptive sheaf capacity (barn.c, sheaf.c, pcs.c).
+ * test_adapt.c - the adaptive sheaf capacity (barn.c, sheaf.c, thread_sheaves.c).
  *
  *   grow_2threads  a producer allocates bursts of 64 stamped objects and
  *                  hands them through a ring to a consumer on another

@@ -245,7 +245,7 @@ struct uslab_priv_pcs {
 };
 
 /*
- * Per-CPU sheaves (the library's src/percpu.c has the protocol). A sheaf's
+ * Per-CPU sheaves (the library's src/cpu_sheaves.c has the protocol). A sheaf's
  * first bytes, and one CPU's slot: main and spare, never NULL (an empty
  * sheaf of capacity 0 stands for none), the stop word of a drain.
  */

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * percpu.c - per-CPU sheaves: a cache's main and spare sheaf per CPU,
+ * cpu_sheaves.c - per-CPU sheaves: a cache's main and spare sheaf per CPU,
  * popped and pushed in restartable sequences (rseq), as the kernel's
- * sheaves are per CPU. With pcs.c and thread.c one layer (7): the per-thread
- * sheaves of pcs.c are the default; a cache switches here (USLAB_PERCPU)
+ * sheaves are per CPU. With thread_sheaves.c and thread.c one layer (7): the per-thread
+ * sheaves of thread_sheaves.c are the default; a cache switches here (USLAB_PERCPU)
  * and then every thread's calls of it meet in its CPU's slot, so the
  * objects the sheaves hold are bounded by CPUs x 2 sheaves, not threads.
  *
@@ -442,7 +442,7 @@ bool percpu_enable(struct uslab_cache *c)
  * percpu_note_user - a thread attached its sheaves to @c (@delta 1) or
  * drained them (-1): with USLAB_PERCPU=auto, more threads holding sheaves
  * than USLAB_PERCPU_THREADS x CPUs switch the cache. Context: the thread's
- * own lock held (pcs.c).
+ * own lock held (thread_sheaves.c).
  */
 void percpu_note_user(struct uslab_cache *c, int delta)
 {

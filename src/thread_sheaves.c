@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * pcs.c - per-thread sheaves: the fast path of uslab_cache_alloc() and
+ * thread_sheaves.c - per-thread sheaves: the fast path of uslab_cache_alloc() and
  * uslab_cache_free(), and their slow paths (Linux 6.18 per-CPU sheaves,
  * per thread here). With thread.c one layer: thread.c owns the table of
  * pcs entries and its lifetime, this file what one entry does.
