@@ -12,6 +12,10 @@ what it declares). This module runs the suites and writes the report:
   - the report: markdown lines (Report), gnuplot plots (Bench.plot), goal
     rows declared as data next to the benchmark they judge (Goal), printed
     one way (**met**, **missed**, not measured);
+  - what a program does is said once, in the header comment of its source
+    (bench/bench_<program>.c, .cpp or .sh): Report.describe quotes it into
+    the report, so a suite says only what is its own (the command lines it
+    ran, its columns and goal rows);
   - at the end, a check that every wanted suite wrote its headings, its
     plots and measured its goal rows: anything missing fails the run.
 
@@ -148,13 +152,72 @@ def verdict(value, op, limit):
 # -------------------------------------------------------------- report
 
 
-class Report:
-    """The markdown being written: lines, with a few helpers for tables."""
+def source_of(program):
+    """The source file of a benchmark program: bench/bench_<program>.c, .cpp
+    or .sh ("-" read as "_": dpdk-noneal is bench_dpdk_noneal.c)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for ext in (".c", ".cpp", ".sh"):
+        path = os.path.join(here, f"bench_{program.replace('-', '_')}{ext}")
+        if os.path.exists(path):
+            return path
+    raise Failure(f"no bench/bench_{program}.c (.cpp, .sh) to describe the program {program}")
 
-    def __init__(self):
+
+def description(program):
+    """The header comment of the program's source, its own description: the
+    text of the first /* */ comment (a script: its first # lines), without
+    the SPDX line, the #! line and the comment markers; tabs expanded where
+    they stood, so the comment's columns stay aligned."""
+    path = source_of(program)
+    with open(path) as f:
+        lines = [line.rstrip("\n").expandtabs(8) for line in f]
+    out = []
+    if path.endswith(".sh"):
+        for line in lines[1 if lines and lines[0].startswith("#!") else 0:]:
+            if not line.startswith("#"):
+                break
+            out.append(line[2:] if line.startswith("# ") else line[1:])
+    else:
+        start = next((i for i, line in enumerate(lines) if line.lstrip().startswith("/*")), None)
+        if start is not None:
+            for line in lines[start + 1:]:
+                if line.strip() == "*/":
+                    break
+                out.append(line[3:] if line.startswith(" * ") else line.strip().lstrip("*").strip())
+    while out and not out[-1].strip():
+        out.pop()
+    if not out:
+        raise Failure(f"{path}: no header comment to describe the program {program}")
+    return [line.rstrip() for line in out]
+
+
+class Report:
+    """The markdown being written: lines, with a few helpers for tables.
+
+    described: the programs whose description the report holds already
+    (program -> the heading it is under), shared by the sections of one
+    report so that each program is quoted once."""
+
+    def __init__(self, described=None):
         self.lines = []
         self.headings = []
         self.unmeasured = []
+        self.described = {} if described is None else described
+
+    def describe(self, program, name=None):
+        """What the program does, in its own words: the header comment of
+        bench/bench_<program>.c (.cpp, .sh) as an indented block, or, when
+        the report quoted it already, where. name: how the suite calls it
+        (default: the program)."""
+        name = name or program
+        src = os.path.relpath(source_of(program), os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+        if program in self.described:
+            self.lines.extend([f"`{name}`: {src}, quoted above ({self.described[program]}).", ""])
+            return
+        self.described[program] = self.headings[-1].lstrip("# ") if self.headings else "this section"
+        self.lines.extend([f"`{name}`, as {src} describes it:", ""])
+        self.lines.extend(("    " + line).rstrip() for line in description(program))
+        self.lines.append("")
 
     def __call__(self, *lines):
         """Add lines (each argument one line; no argument: an empty line)."""
@@ -468,9 +531,10 @@ def discover():
     return sorted(mods, key=lambda m: m.ORDER)
 
 
-def section(h, s, p):
-    """One suite's report section; its headings and goal rows recorded."""
-    r = Report()
+def section(h, s, p, described=None):
+    """One suite's report section; its headings and goal rows recorded
+    (described: Report's, shared by the sections of one report)."""
+    r = Report(described)
     s.report(h, p, r)
     wants = s.headings(h, p) if hasattr(s, "headings") else getattr(s, "HEADINGS", [])
     for want in (w.format(nproc=h.nproc) for w in wants):
@@ -530,10 +594,14 @@ def drive(h, suites, section_file):
     for st in {id(v): v for v in stores.values()}.values():
         st.medians()
 
-    sections = {}
-    for s in suites:
+    # Written in the report's order (the suites with goal rows in the shared
+    # table first), so a program's description is quoted where it first shows.
+    sections, described = {}, {}
+    shared = [s for s in suites if not getattr(s, "GOALS_INLINE", False)]
+    inline = [s for s in suites if getattr(s, "GOALS_INLINE", False)]
+    for s in shared + inline:
         h.store = stores[s.NAME]
-        sections[s.NAME] = section(h, s, params[s.NAME])
+        sections[s.NAME] = section(h, s, params[s.NAME], described)
 
     problems = []
     if section_file is not None:
@@ -547,8 +615,6 @@ def drive(h, suites, section_file):
         r.lines.extend("    " + line for line in mach)
         r("", f"Every variant ran in turn, {h.reps} times; figures are medians. TSC cycles",
           "are reference cycles (the TSC rate is fixed, the core clock may differ).")
-        shared = [s for s in suites if not getattr(s, "GOALS_INLINE", False)]
-        inline = [s for s in suites if getattr(s, "GOALS_INLINE", False)]
         for s in shared:
             r.lines += sections[s.NAME].lines
         if any(getattr(s, "GOALS", None) for s in shared):

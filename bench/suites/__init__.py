@@ -15,7 +15,11 @@ suite module declares:
                rows judge runs with BENCH_WRITE=first4 (harness.FIRST4,
                their variants named harness.w4(v)); with h.goals_only set
                (bench/regress) only the runs its GOALS read
-  report(h, p, r)  its section: r(...) lines, r.heading, r.table, h.plot
+  report(h, p, r)  its section: r(...) lines, r.heading, r.table, h.plot;
+               r.describe(program) quotes what the program does from the
+               header comment of its source (bench/bench_<program>.c), the
+               one place that says it: the suite adds only its own (the
+               command lines it ran, with their sizes, and its columns)
   store(h)     optional: its own raw/medians files (the malloc suite)
 
 Why a package of modules and not one file or a table: each benchmark keeps
