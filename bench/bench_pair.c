@@ -6,13 +6,20 @@
  *	pair-<peer> [SIZE [ITERS [REPS [BATCH]]]]	(defaults 256 20000000 7 1)
  *
  * Each repetition times ITERS pairs with rdtsc; the median repetition is
- * reported as cycles and ns per pair. bench/run also runs it under
- * callgrind with --toggle-collect=run_pairs: instructions per pair are the
- * count inside run_pairs() divided by ITERS (the loop itself adds 3).
+ * reported as cycles and ns per pair. The peers' calls are bench/peer.h's:
+ * uslab's alloc and free are inline (<uslab/fastpath.h>), uslab-call
+ * calls the exported functions instead.
+ *
+ * Instructions: bench/run also runs it under callgrind with
+ * --toggle-collect=run_pairs, REPS 1, at ITERS = 2n and at n: the
+ * difference of the counts inside run_pairs(), over n, is the count per
+ * pair, start-up and the first slow paths cancelled, the loop's own 3
+ * instructions (increment, compare, branch) included.
  *
  * BENCH_WRITE=first4 (bench.h): the object's first 4 bytes are written
  * between the alloc and the free, as a program sets the first field of
- * what it allocated (variant "<peer>-w4"); unset, nothing is written.
+ * what it allocated (struct conn { int fd; ... }; variant "<peer>-w4");
+ * unset, nothing is written.
  *
  * BATCH > 1, "cold" (parameter "SIZE-coldBATCH"): each round allocates
  * BATCH objects (each written under BENCH_WRITE=first4), then frees them

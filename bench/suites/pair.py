@@ -1,5 +1,4 @@
-"""P1: the warm alloc+free pair of a 256-byte object, with instruction counts;
-nothing written and the first 4 bytes written (issue 34), and a cold batch."""
+"""P1: the warm alloc+free pair of a 256-byte object (bench_pair.c), warm and cold, with instruction counts."""
 
 from types import SimpleNamespace as NS
 
@@ -53,15 +52,10 @@ def report(h, p, r):
 
     cold = f"256-cold{COLD}"
     r.heading(HEADINGS[0])
-    r(f"`pair-<peer> 256 {p.iters} {p.preps}`: one object allocated and freed in a loop, nothing written;",
-      "`BENCH_WRITE=first4` (\"written\"): a 4-byte store at offset 0 between the alloc and the free, as a",
-      "program sets the first field of what it allocated (`struct conn { int fd; ... }`); the goal rows",
-      f"use it. Cold: `BENCH_WRITE=first4 pair-<peer> 256 {p.iters} {p.preps} {COLD}`, {COLD} objects",
-      "allocated and written, then freed in the order they came, per pair. Instructions: callgrind, the",
-      f"count inside the loop function at {2 * p.cg_iters} pairs minus at {p.cg_iters}, per pair, so",
-      "the loop's own 3 instructions (increment, compare, branch) are included and start-up is not.",
-      "uslab's alloc and free are inline (uslab/fastpath.h); uslab-call calls the exported functions",
-      "instead.", "")
+    r.describe("pair")
+    r(f"Ran: `pair-<peer> 256 {p.iters} {p.preps}` (nothing written) and the same with `BENCH_WRITE=first4`",
+      f"(\"written\", the goal rows); cold: `BENCH_WRITE=first4 pair-<peer> 256 {p.iters} {p.preps} {COLD}`.",
+      f"Instructions: `pair-<peer> 256 N 1` under callgrind at N = {2 * p.cg_iters} and {p.cg_iters}.", "")
     u = ns(w4("uslab"))
     rows = []
     for v in PEERS:
