@@ -9,13 +9,13 @@
  *
  * OPS is alloc+free pairs per thread. Reports the median total throughput
  * in million pairs per second; the p50, p99 and p999 of one alloc and of
- * one free (one of each in one burst of 64, at a position that moves from
- * one timed burst to the next, with rdtsc, lfence first, its own cost
- * included: the smallest readings here are 40-60 cycles; all threads'
- * samples together); and, with many
- * threads, what per-thread caching holds: the resident memory the process
- * gained from before the threads start to when every thread is done with
- * its loop but has not exited (rss_mb; thread stacks included),
+ * one free (one of each timed in one burst out of every 64, at a position
+ * in the burst that moves from one timed burst to the next, with rdtsc,
+ * lfence first, its own cost included: the smallest readings here are
+ * 40-60 cycles; all threads' samples together); and, with many threads,
+ * what per-thread caching holds: the resident memory the process gained
+ * from before the threads start to when every thread is done with its
+ * loop but has not exited (rss_mb; thread stacks included),
  * and for uslab the memory in objects its cache has handed out then
  * (held_kb): the program holds none, so that is what the threads' sheaves
  * and the barn keep. BENCH_WRITE=first4 (bench.h): the first word is a

@@ -1,5 +1,4 @@
-"""P6: producer -> consumer on two threads, throughput and latency; the
-object's first word 8 bytes (as before) and a 4-byte first field (issue 34)."""
+"""P6: producer -> consumer on two threads (bench_prodcons.c), throughput and latency."""
 
 from types import SimpleNamespace as NS
 
@@ -26,11 +25,9 @@ def run(h, p):
 def report(h, p, r):
     u = h.get("prodcons", w4("uslab"), 256, "mops")
     r.heading(HEADINGS[0])
-    r(f"`prodcons-<peer> 256 {p.count} {p.preps}`: the producer allocates 256-byte objects and",
-      "writes their first word; a 1024-slot ring carries them to the consumer, which",
-      "checks the word and frees them. Latency: one call in 16 timed with rdtsc, in",
-      "TSC cycles (rdtsc's own ~20 cycles included). Written (`BENCH_WRITE=first4`, the goal",
-      "rows): the word is a 4-byte field at offset 0; 8 bytes: an 8-byte word, as before.", "")
+    r.describe("prodcons")
+    r(f"Ran: `prodcons-<peer> 256 {p.count} {p.preps}` (\"8 bytes\": the 8-byte word) and the same with",
+      "`BENCH_WRITE=first4` (\"written\", the goal rows). Latency in TSC cycles.", "")
 
     def pct(v, op):
         return " / ".join(fmt(h.get("prodcons", v, 256, f"{op}_{q}"), "%.0f") for q in ("p50", "p99", "p999"))

@@ -1,4 +1,4 @@
-"""Independent threads: 1 and 2 threads allocating and freeing bursts."""
+"""Independent threads (bench_threads.c): the throughput of 1 and 2 threads allocating and freeing bursts."""
 
 from types import SimpleNamespace as NS
 
@@ -25,10 +25,9 @@ def run(h, p):
 
 def report(h, p, r):
     r.heading(HEADINGS[0])
-    r(f"`threads-<peer> N 256 {p.ops} {p.preps}`: every thread allocates bursts of 64 objects",
-      "(writing their first word) and frees them in reverse; million pairs per second",
-      "over all threads. Written (`BENCH_WRITE=first4`, the goal row): the first word is a",
-      "4-byte field at offset 0; 8 bytes: an 8-byte word, as before.", "")
+    r.describe("threads")
+    r(f"Ran: `threads-<peer> 1|2 256 {p.ops} {p.preps}` (\"8 bytes\": the 8-byte first word) and the same with",
+      "`BENCH_WRITE=first4` (\"written\", the goal row); million pairs per second over all threads.", "")
     rows = []
     for v in PEERS:
         a, b = h.get("threads", w4(v), "1T", "mops"), h.get("threads", w4(v), "2T", "mops")
