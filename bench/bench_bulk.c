@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * bench_bulk.c - the seed's slab_bulk_test0{1,2,3} (Jesper Dangaard Brouer's
- * prototype-kernel modules), in userspace, per peer.
+ * prototype-kernel modules), in userspace, per peer, on 256-byte objects.
+ * The peers' calls are bench/peer.h's (dpdk: rte_mempool_generic_get / put
+ * through a 512-object per-lcore cache; mimalloc: no bulk API, a loop of
+ * single calls).
  *
  *	bulk-<peer> test01 [LOOPS [N...]]
  *		bulk sizes 1 2 3 4 8 16 30 32 34 48 64 128 158 250 (or the N
@@ -10,8 +13,10 @@
  *		(a loop of single allocs, then a loop of single frees) against
  *		the bulk API (one bulk alloc, one bulk free); per object
  *		"N cycles(tsc) X.XXX ns" and the improvement in %. uslab: also
- *		the pool calls, uslab_pool_get_bulk + uslab_pool_put_bulk
- *		(DPDK's semantics: no NULL skipped, the array not cleared).
+ *		the pool calls, uslab_pool_get_bulk + uslab_pool_put_bulk on
+ *		the same cache (DPDK's semantics: no NULL skipped, the array
+ *		not cleared, where uslab_cache_free_bulk skips NULL entries
+ *		and clears every entry).
  *	bulk-<peer> test02 [LOOPS [REPEAT]]
  *		bulk sizes 16 48 144 512 2048, each measured REPEAT times
  *		(default 100): min, avg, max and stddev of cycles per object.
@@ -20,9 +25,12 @@
  *		times a chunk of CHUNK (default 64) objects drawn at random from
  *		the live set is bulk-freed and as many bulk-allocated back, so
  *		neighbouring array entries are from different slabs. Per object
- *		cycles of one free + one alloc. uslab's look-ahead is set with
- *		USLAB_LOOKAHEAD; USLAB_SHEAF_CAPACITY=1 sends every bulk free
- *		straight to the slabs (detached freelists only, the seed's case).
+ *		cycles of one free + one alloc, the random draws included (the
+ *		first tenth of OPS untimed, a warm-up). uslab's look-ahead is
+ *		set with USLAB_LOOKAHEAD (variant "<peer>-la<N>");
+ *		USLAB_SHEAF_CAPACITY=1 (variant "...-nosheaf") sends every bulk
+ *		free straight to the slabs (detached freelists only, the seed's
+ *		case).
  *	bulk-uslab test05 [LOOPS]
  *		the seed author's slab_bulk_test05 columns on the same objects,
  *		bulk sizes as test01: one bulk alloc, then the objects freed by

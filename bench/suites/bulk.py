@@ -1,5 +1,4 @@
-"""P2/P3: bulk alloc and free (the seed's slab_bulk_test01/02/03) and test05;
-the goal rows with every object's first 4 bytes written (issue 34)."""
+"""P2/P3: bulk alloc and free per object against single calls, DPDK and mimalloc (bench_bulk.c)."""
 
 from types import SimpleNamespace as NS
 
@@ -58,13 +57,9 @@ def report(h, p, r):
 
     U, D, M = w4("uslab"), w4("dpdk"), w4("mimalloc")
     r.heading(HEADINGS[0])
-    r(f"`BENCH_WRITE=first4 bulk-<peer> test01 {p.b1}`: 256-byte objects, \"fallback\" (n single allocs then",
-      "n single frees) against the bulk API (one bulk alloc, one bulk free), per object; every",
-      "object's first 4 bytes written right after its allocation, as a program does (the goal",
-      "rows); the last two columns: nothing written, as in the seed's module (`bulk-<peer> test01`).",
-      "DPDK: rte_mempool_generic_get/put through a 512-object per-lcore cache. uslab pool get/put:",
-      "uslab_pool_get_bulk and uslab_pool_put_bulk on the same cache (DPDK's semantics: no NULL",
-      "skipped, the array not cleared; uslab_cache_free_bulk skips NULL entries and clears every entry).", "")
+    r.describe("bulk")
+    r(f"Ran: `BENCH_WRITE=first4 bulk-<peer> test01 {p.b1}` (every object's first 4 bytes written: the goal rows);",
+      f"the last two columns: nothing written, as in the seed's module (`bulk-<peer> test01 {p.b1}`).", "")
     rows, dat = [], []
     for n in N:
         uf, ub = g("test01", U, n, "fallback_ns"), g("test01", U, n, "bulk_ns")
@@ -100,8 +95,7 @@ plot "{f}" using 1:2 with linespoints title "uslab bulk (inline)", \\
     r.image("bulk", "bulk01.png")
 
     r.heading(HEADINGS[1])
-    r(f"`bulk-<peer> test02 {p.b2} {p.b2_repeat}`: each size measured {p.b2_repeat} times in one run; nothing",
-      "written (the seed's case).", "")
+    r(f"Ran: `bulk-<peer> test02 {p.b2} {p.b2_repeat}`, nothing written (the seed's case).", "")
 
     def t2(v, n):
         return (f"{fmt(g('test02', v, n, 'min'), '%.1f')} / {fmt(g('test02', v, n, 'avg'), '%.2f')} / "
@@ -111,10 +105,8 @@ plot "{f}" using 1:2 with linespoints title "uslab bulk (inline)", \\
             [(n, t2("uslab", n), t2("dpdk", n)) for n in (16, 48, 144, 512, 2048)])
 
     r.heading(HEADINGS[2])
-    r(f"`BENCH_WRITE=first4 bulk-uslab test05 {p.b1}`: one bulk alloc of n 256-byte objects, each object's",
-      "first 4 bytes written, then the same objects freed by uslab_cache_free_bulk(c), by kfree_bulk",
-      "(uslab_cache_free_bulk(NULL)), or one by one with uslab_kfree; cycles per object of alloc +",
-      "free. Last column: kfree_bulk / free_bulk(c) with nothing written (`bulk-uslab test05`).", "")
+    r(f"Ran: `BENCH_WRITE=first4 bulk-uslab test05 {p.b1}`; last column: kfree_bulk / free_bulk(c) with nothing",
+      f"written (`bulk-uslab test05 {p.b1}`).", "")
     rows = []
     for n in N:
         a, b = g("test05", U, n, "cache_cycles"), g("test05", U, n, "kfree_bulk_cycles")
@@ -124,12 +116,9 @@ plot "{f}" using 1:2 with linespoints title "uslab bulk (inline)", \\
              "kfree_bulk / free_bulk(c), nothing written"], rows)
 
     r.heading(HEADINGS[3])
-    r(f"`BENCH_WRITE=first4 bulk-<peer> test03 {p.b3_live} 64 {p.b3_ops}`: {p.b3_live} live objects; each step",
-      "bulk-frees 64 of them drawn at random (neighbours come from different slabs) and bulk-allocates",
-      "64 back, writing the first 4 bytes of each. Per object, one free + one alloc, including the",
-      "benchmark's own random draws. \"la\" is USLAB_LOOKAHEAD; \"nosheaf\" is USLAB_SHEAF_CAPACITY=1, so",
-      "every free goes to the slabs as detached freelists (the seed's case). Nothing written: the",
-      "same without BENCH_WRITE.", "")
+    r(f"Ran: `BENCH_WRITE=first4 bulk-<peer> test03 {p.b3_live} 64 {p.b3_ops}`, uslab with USLAB_LOOKAHEAD=0, 3, 8",
+      "(\"la\") and each also with USLAB_SHEAF_CAPACITY=1 (\"nosheaf\"); nothing written (uslab-la3, dpdk,",
+      "mimalloc): the same without BENCH_WRITE.", "")
     d3, d30 = g("test03", D, 64, "ns"), g("test03", "dpdk", 64, "ns")
     rows = []
     for v in T3_NAMES:
