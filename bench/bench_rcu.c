@@ -14,10 +14,12 @@
  *   callrcu_uslab   uslab_cache_alloc + call_rcu, uslab_cache_free in it
  *   defer_rcu       malloc + liburcu's defer_rcu(free, p)
  * Objects are 24 bytes: 8 bytes of payload and a struct rcu_head, like
- * rcuscale's struct kfree_obj. Every thread is registered with urcu-memb
- * (call_rcu and defer_rcu need it; uslab does not). Time: from the start
- * of the loops to the end of the final barrier, so every object has been
- * freed. Memory footprint: peak RSS (VmHWM) minus RSS before the loops.
+ * rcuscale's struct kfree_obj. Grace periods are liburcu's urcu-memb for
+ * every variant (uslab waits for them through liburcu too); every thread
+ * is registered with urcu-memb (call_rcu and defer_rcu need it; uslab
+ * does not). Time: from the start of the loops to the end of the final
+ * barrier, so every object has been freed. Memory footprint: peak RSS
+ * (VmHWM) minus RSS before the loops.
  * Each object's first byte is written after its allocation ("as a user
  * would"); BENCH_WRITE=first4 (bench.h): its first 4 bytes instead, one
  * 4-byte store (variants "<variant>-w4").
@@ -25,8 +27,10 @@
  * Output, per run, in the seed's format:
  *	<variant>: Total time taken by all kfree'ers: N ns, loops: L, batches: B, memory footprint: M MB
  * with batches = grace-period requests (uslab: call_rcu per batch; the
- * others: one per object), then CSV lines and a summary with the medians
- * and P4's ratios.
+ * others: one per object), then CSV lines (bench "rcu", param
+ * THREADSxLOOPSxOBJECTS: ns_per_obj, the time over all THREADS x LOOPS x
+ * OBJECTS objects; footprint_mb; batches; uslab's also emergency) and a
+ * summary with the medians and P4's ratios.
  */
 #define _GNU_SOURCE
 #include <sys/resource.h>

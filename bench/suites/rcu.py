@@ -1,4 +1,4 @@
-"""P4: freeing after a grace period (rcuscale's kfree test)."""
+"""P4: freeing after a grace period (rcuscale's kfree test, bench_rcu.c): time per object and peak memory."""
 
 from types import SimpleNamespace as NS
 
@@ -40,12 +40,10 @@ def report(h, p, r):
     g = h.get("rcu", w4("callrcu_glibc"), p.rp, "ns_per_obj")
     gm = h.get("rcu", w4("callrcu_glibc"), p.rp, "footprint_mb")
     r.heading(HEADINGS[0])
-    r(f"`BENCH_WRITE=first4 rcu {' '.join(map(str, p.args))} 1`, {h.reps} times: threads x loops x objects of 24",
-      "bytes (8 bytes and a struct rcu_head, like rcuscale's kfree_obj), each loop allocating its objects,",
-      "writing their first 4 bytes, and freeing them after a grace period; time from the first loop",
-      "to the end of the final barrier, divided by all objects; memory: peak RSS above the start, one",
-      "child process per variant and run. Grace periods: liburcu urcu-memb. Last column: the",
-      "same with one byte written (`rcu ...` without BENCH_WRITE), as before.", "")
+    r.describe("rcu")
+    r(f"Ran: `BENCH_WRITE=first4 rcu {' '.join(map(str, p.args))} 1`, {h.reps} times (the goal rows); last column: the",
+      f"same with one byte written (`rcu {' '.join(map(str, p.args))} 1`, without BENCH_WRITE). Per object: ns_per_obj;",
+      "peak memory: the footprint.", "")
     rows = []
     for v in VARIANTS:
         n, m = h.get("rcu", w4(v), p.rp, "ns_per_obj"), h.get("rcu", w4(v), p.rp, "footprint_mb")
