@@ -24,8 +24,9 @@
  *   magazine  uslab_magazine_alloc per packet on RX, uslab_magazine_free per
  *             packet on TX completion; one magazine on one thread, one per
  *             side on two (default capacity and refill 64/16 on one thread,
- *             CAPACITY/REFILL to change them; on two threads the RX side
- *             refills 64 at a time and the TX side holds 128)
+ *             CAPACITY/REFILL to change them; on two threads, unless they
+ *             are given, the RX side's magazine holds 64 and refills 64 at
+ *             a time, the TX side's holds 128 and flushes 64)
  *   magbulk   the same magazines, used a burst at a time:
  *             uslab_magazine_alloc_bulk / _free_bulk of 64
  *   dpdk:     rte_mempool_generic_get / _put of 64, each thread through its

@@ -1,5 +1,4 @@
-"""P5: packet forwarding (the NAPI skb cache pattern), 1 and 2 threads; the
-line RX writes starts with a 4-byte field (BENCH_WRITE=first4, issue 34)."""
+"""P5: packet forwarding (the NAPI skb cache pattern, bench_forward.c): packets per second on 1 and 2 threads."""
 
 from types import SimpleNamespace as NS
 
@@ -36,21 +35,10 @@ def run(h, p):
 
 def report(h, p, r):
     r.heading(HEADINGS[0])
-    r(f"`BENCH_WRITE=first4 forward-<peer> VARIANT 1|2 {p.packets} {p.preps}`: RX allocates bursts of 64",
-      "256-byte \"skb heads\" and writes their first cache line, a 4-byte field first (its first 8 bytes",
-      "two 4-byte stores, where `forward-<peer>` alone stores 8 at once); they wait in a TX ring; once",
-      "1024 wait, TX completion frees the oldest 64. 1 thread: RX and TX completion alternate. 2 threads: RX on CPU 0,",
-      "TX completion on CPU 1, a 2048-slot SPSC ring between them, TX completing the oldest 64",
-      "while 1088 wait; 2 threads, ring 64 (`BENCH_FW_RING=64`): a ring of one burst, TX",
-      "completing each as soon as it is there. Million packets per second",
-      "(one alloc + one free + the RX write per packet), timed by the workers themselves.",
-      "uslab: single = uslab_cache_alloc/free per packet; bulk = one alloc_bulk and one",
-      "free_bulk of 64; batch = bulk alloc, TX frees through an on-stack uslab_free_batch;",
-      "magazine = uslab_magazine_alloc/free per packet (one magazine on 1 thread, one per",
-      "side on 2: RX capacity 64 refill 64, TX capacity 128); magbulk = the same magazines,",
-      "uslab_magazine_alloc_bulk/free_bulk of 64. DPDK: rte_mempool_generic_get/put of 64",
-      "through each thread's own per-lcore cache (512), a pool of 8191 objects.",
-      "mimalloc, glibc: malloc/free per packet.", "")
+    r.describe("forward")
+    r(f"Ran: `BENCH_WRITE=first4 forward-<peer> VARIANT 1|2 {p.packets} {p.preps}` with `BENCH_FW_RING=2048` (the",
+      "default ring: \"1 thread\", \"2 threads\") and, on 2 threads, `BENCH_FW_RING=64` (\"ring 64\": a ring of",
+      "one burst, TX completing each as soon as it is there). Million packets per second and ns per packet.", "")
     r("The one-thread regression since 1cb51e6 (issue 23: uslab bulk 0.87-0.95x DPDK there, 0.80-0.84x",
       "at f2bd893): 2d8660b made the bulk free's move (into main, the caller's array cleared, the",
       "NULL test) a loop of 8-byte stores where memcpy and memset had stored 32 bytes at a time.",
