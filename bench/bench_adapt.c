@@ -9,19 +9,26 @@
  * The two-thread forwarding pattern of bench_forward.c (RX allocates bursts
  * of 64 256-byte objects with uslab_cache_alloc_bulk, a 2048-slot SPSC ring,
  * TX completion frees the oldest 64 with uslab_cache_free_bulk while 1088
- * wait). The main thread samples uslab_cache_stats() every 5 ms: objects
- * cached (active_objs minus those in the ring or in a burst: what the
- * threads' sheaves and the barn hold) and the capacity. When the packets are
- * done, RX and TX stay alive and idle (their own sheaves stay theirs) and
- * the sampling goes on for IDLE_MS: the capacity falls back to its base by
+ * wait; RX and TX are not pinned). The capacity, by default (adaptive,
+ * src/barn.c): 126 for these 256-byte objects (USLAB_SHEAF_BYTES), doubled
+ * up to 1022 (USLAB_SHEAF_MAX) while the barn trades often, halved every
+ * USLAB_SHEAF_DECAY_MS (100 ms) of few trades, by the decay monitor once
+ * the traffic stops.
+ *
+ * The main thread samples uslab_cache_stats() every 5 ms: objects cached
+ * (active_objs minus those in the ring or in a burst: what the threads'
+ * sheaves and the barn hold) and the capacity. When the packets are done,
+ * RX and TX stay alive and idle (their own sheaves stay theirs) and the
+ * sampling goes on for IDLE_MS: the capacity falls back to its base by
  * the decay monitor alone; then both threads exit.
  *
  * Reported (CSV "adapt,uslab,<when>,<metric>"): the capacity and the
  * objects cached at peak ("peak"), at the end of the traffic ("stop"),
  * once the capacity is back at its base ("base", with "ms" since the
  * stop), at the end of IDLE_MS ("idle") and after the threads' exit
- * ("exit"); Mpps of the run and its barn trades per 1000 packets. Run with USLAB_SHEAF_CAPACITY=126 for the
- * pinned capacity of before (bench/suites/adapt.py does both).
+ * ("exit"); Mpps of the run and its barn trades per 1000 packets. Run
+ * with USLAB_SHEAF_CAPACITY=126 for the pinned capacity of before
+ * (bench/suites/adapt.py does both).
  */
 #define _GNU_SOURCE
 #include <pthread.h>

@@ -1,7 +1,4 @@
-"""Sheaves sized by the traffic (issue 23, item 1): what the adaptive sheaf
-capacity holds at peak and after the traffic stops, and how long it takes
-to shrink back; the pinned capacity of before (USLAB_SHEAF_CAPACITY=126)
-beside it."""
+"""Sheaves sized by the traffic (issue 23, bench_adapt.c): memory the adaptive capacity holds, against the pinned one."""
 
 from types import SimpleNamespace as NS
 
@@ -30,13 +27,9 @@ def run(h, p):
 
 def report(h, p, r):
     r.heading(HEADINGS[0])
-    r(f"`adapt {p.packets} {p.idle_ms}`: the two-thread forwarding pattern (RX bursts of 64 256-byte objects",
-      "through `uslab_cache_alloc_bulk`, a 2048-slot ring, TX completion `uslab_cache_free_bulk` of 64),",
-      f"sampled every 5 ms; then RX and TX stay alive and idle for {p.idle_ms} ms, then exit. Objects cached:",
-      "what the threads' sheaves and the barn hold (`active_objs` minus the ring). Adaptive: the default",
-      "(base 126, grows to 1022 while the barn trades often, halves every `USLAB_SHEAF_DECAY_MS` = 100 ms",
-      "idle, by the decay monitor); pinned: `USLAB_SHEAF_CAPACITY=126`, the capacity of before. Medians",
-      f"of {h.reps} runs.", "")
+    r.describe("adapt")
+    r(f"Ran: `adapt {p.packets} {p.idle_ms}` (adaptive: the default) and `USLAB_SHEAF_CAPACITY=126 adapt {p.packets}",
+      f"{p.idle_ms}` (pinned: the capacity of before). Medians of {h.reps} runs.", "")
     rows = []
     for v, _ in VARIANTS:
         for when, what in WHEN:
@@ -50,7 +43,7 @@ def report(h, p, r):
     r("", f"Back at the base capacity {fmt(ms, '%.0f')} ms after the traffic stopped (no call into uslab meanwhile);",
       "the threads' own two sheaves keep their size until they trade or exit. Forwarding rate of these runs:",
       f"adaptive {fmt(h.get('adapt', 'uslab', 'run', 'mpps'), '%.1f')} Mpps, pinned",
-      f"{fmt(h.get('adapt', 'uslab-pinned', 'run', 'mpps'), '%.1f')} Mpps (sampled, unpinned threads: see P5 for",
+      f"{fmt(h.get('adapt', 'uslab-pinned', 'run', 'mpps'), '%.1f')} Mpps (sampled, threads not pinned: see P5 for",
       "the throughput comparison); barn trades per 1000 packets: adaptive",
       f"{fmt(h.get('adapt', 'uslab', 'run', 'trades_per_kpkt'), '%.2f')}, pinned",
       f"{fmt(h.get('adapt', 'uslab-pinned', 'run', 'trades_per_kpkt'), '%.2f')}.", "")
