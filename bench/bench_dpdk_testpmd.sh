@@ -3,10 +3,18 @@
 # an unmodified dpdk-testpmd, io forwarding between two net_null ports
 # (no NIC, no hugepages), its mbuf pool (16384 mbufs) on mempool ops OPS
 # (uslab, the driver of dpdk/; ring_mp_mc, DPDK's default; stack) with a
-# per-lcore mbuf cache of MBCACHE (testpmd --mbcache; 0: every get and put
-# reaches the ops). One forwarding lcore (1, thread rte-worker-1), the CLI
-# on lcore 0. The driver is loaded (-d) whatever OPS is, so every variant
-# runs the same process image.
+# per-lcore mbuf cache of MBCACHE (testpmd --mbcache). One forwarding lcore
+# (1, thread rte-worker-1), the CLI on lcore 0. The driver is loaded (-d)
+# whatever OPS is, so every variant runs the same process image:
+#
+#   TESTPMD --no-huge --no-pci --no-shconf --no-telemetry -m 128 -l 0-1 -d DRIVER.so
+#     --mbuf-pool-ops-name=OPS --vdev net_null0 --vdev net_null1 --
+#     -i --auto-start --forward-mode=io --total-num-mbufs=16384 --mbcache=MBCACHE
+#
+# Every packet is one mbuf got (net_null RX) and put back (net_null TX).
+# MBCACHE 250 is testpmd's default: the lcore cache serves most gets and
+# puts, the ops see its refills and flushes; with 0 every burst of 32 (the
+# default burst) reaches the ops.
 #
 # Forwarding starts, runs WARM seconds (default 1), then `show port stats all` twice,
 # SECONDS apart, through a FIFO. Between the two: the packets each port

@@ -1,5 +1,4 @@
-"""DPDK mempool ops (issue 23): uslab's driver (dpdk/) against ring_mp_mc and
-stack, in an unmodified dpdk-testpmd and from non-EAL threads."""
+"""DPDK mempool ops (issue 23): uslab's driver (dpdk/) against ring_mp_mc and stack, in testpmd and from non-EAL threads."""
 
 import os
 import shutil
@@ -54,23 +53,11 @@ def _ne(h, ops):
 
 def report(h, p, r):
     r.heading(HEADINGS[0])
-    r(f"`bench/bench_dpdk_testpmd.sh dpdk-testpmd {p.driver} OPS MBCACHE {p.secs} {p.warm}`: an",
-      "unmodified dpdk-testpmd (Debian's), io forwarding between two `net_null` ports",
-      "(`--no-huge --no-pci -m 128 -l 0-1 -d librte_mempool_uslab.so --mbuf-pool-ops-name=OPS",
-      "-- -i --auto-start --forward-mode=io --total-num-mbufs=16384 --mbcache=MBCACHE`): one",
-      "forwarding lcore, every packet one mbuf got (net_null RX) and put back (net_null TX).",
-      f"After {p.warm} s of forwarding, `show port stats all` twice, {p.secs} s apart: Mpps per port",
-      "is the packets each port received in between per second of the forwarding thread's CPU",
-      "time (/proc: it polls without sleeping, so this leaves out the time other programs took",
-      "from its CPU on this shared machine); the wall-clock rate and the thread's share of the",
-      "wall time are beside it. MBCACHE 250 is testpmd's default (the lcore cache serves most",
-      "gets and puts; the ops see its refills and flushes); with 0 every burst of 32 reaches the ops.",
-      "",
-      f"`dpdk-noneal DRIVER OPS {NONEAL_THREADS} {p.iters} {p.ireps}`: {NONEAL_THREADS} plain pthreads, not",
-      "registered with EAL (no lcore id, so no DPDK cache), one per CPU, each",
-      "rte_mempool_get_bulk(32) then rte_mempool_put_bulk(32) in a loop on one pool of 8191",
-      "256-byte objects (cache size 0); million objects got and put back per second, all threads.",
-      "`bucket` is left out: it crashes with non-EAL threads. The driver is loaded in every run.", "")
+    r.describe("dpdk_testpmd", "dpdk-testpmd")
+    r(f"Ran: `bench/bench_dpdk_testpmd.sh dpdk-testpmd {p.driver} OPS MBCACHE {p.secs} {p.warm}` (Debian's",
+      f"dpdk-testpmd) for OPS {', '.join(OPS)} and MBCACHE {' and '.join(map(str, CACHES))}.", "")
+    r.describe("dpdk_noneal", "dpdk-noneal")
+    r(f"Ran: `dpdk-noneal DRIVER OPS {NONEAL_THREADS} {p.iters} {p.ireps}` for OPS {', '.join(OPS)}.", "")
     rows, dat = [], []
     for ops in OPS:
         row = [ops]
