@@ -16,8 +16,10 @@
  * CPUs 0 and 1.
  *
  * Reports p50, p99, p999 and the maximum of A's frees as "N cycles(tsc)
- * X.XXX ns" (rdtsc's own cost included), the number above 200 us, and B's
- * rounds. LABEL names the variant in the CSV lines (before/after builds).
+ * X.XXX ns" (rdtsc's own cost included), the number above 200 us, B's
+ * rounds, and A's voluntary and involuntary context switches during its
+ * loop (a_vcsw: sleeps, a contended lock; a_ivcsw: preemptions, a busy
+ * CPU 0). LABEL names the variant in the CSV lines (before/after builds).
  */
 #include "bench.h"
 

@@ -1,4 +1,4 @@
-"""Free latency while another thread shrinks (issue 9 section 7)."""
+"""Free latency while another thread shrinks (issue 9 section 7, bench_latency.c)."""
 
 from types import SimpleNamespace as NS
 
@@ -23,12 +23,9 @@ def run(h, p):
 
 def report(h, p, r):
     r.heading(HEADINGS[0])
-    r(f"`latency {' '.join(map(str, p.args))} 256 shrinker`: thread A (CPU 0) frees 8-byte objects one at a time,",
-      "each uslab_cache_free() timed with rdtsc, in batches allocated untimed; thread B (CPU 1)",
-      "allocates 256 objects of 4 KiB, frees them and calls uslab_cache_shrink(), in a loop.",
-      "`alone` is the same without thread B (BIG = 0): the machine's own noise (preemption).",
-      "TSC cycles; sleeps and preemptions are thread A's voluntary and involuntary context",
-      "switches while timed.", "")
+    r.describe("latency")
+    r(f"Ran: `latency {' '.join(map(str, p.args))} 256 shrinker` and `latency {' '.join(map(str, p.args))} 0 alone`",
+      "(no thread B: the machine's own noise, preemption). TSC cycles.", "")
     rows = []
     for v in ("shrinker", "alone"):
         def g(m):
