@@ -15,6 +15,11 @@
  *              not come back in LIFO order and the working set is
  *              WINDOW x the mean size.
  *
+ * The peers' calls (bench/peer.h): uslab uslab_kmalloc / uslab_kfree
+ * inline (uslab-call: the exported functions); glibc __libc_malloc /
+ * __libc_free; mimalloc mi_malloc / mi_free; jemalloc malloc / free;
+ * tcmalloc tc_malloc / tc_free.
+ *
  * BENCH_WRITE=first4 (bench.h; variant "<peer>-w4"): pair writes the
  * object's first 4 bytes between the alloc and the free; window writes a
  * 4-byte first field instead of its 8-byte word.
@@ -25,10 +30,14 @@
  * own loop. Each repetition times ITERS steps per thread with rdtsc, from
  * the first thread's start to the last one's end; the median repetition is
  * reported as cycles and ns per step (per pair in one thread's loop) and
- * as million pairs per second over all threads.
+ * as million pairs per second over all threads, with the peak RSS of the
+ * process (VmHWM). A warm-up of 65536 steps per thread (RING * 16) comes
+ * first, untimed.
  *
  * run_steps() is a function of its own so callgrind can count it
- * (--toggle-collect=run_steps; the loop itself adds a few instructions).
+ * (--toggle-collect=run_steps): bench/run divides its count by the steps
+ * it ran, ITERS plus the warm-up's, so the loop's own few instructions
+ * are included.
  */
 #include <stdbool.h>
 

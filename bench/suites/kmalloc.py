@@ -1,5 +1,4 @@
-"""kmalloc: objects of random sizes through each peer's malloc-like interface
-(issue 10); the goal rows with the first 4 bytes written (issue 34)."""
+"""kmalloc: objects of random sizes through each peer's malloc-like interface (issue 10, bench_kmalloc.c)."""
 
 from types import SimpleNamespace as NS
 
@@ -43,15 +42,10 @@ def report(h, p, r):
         return h.get("kmalloc", v, param, m)
 
     r.heading(HEADINGS[0])
-    r(f"`kmalloc-<peer> pair N {p.iters} {p.reps}`: one thread or N independent ones, each allocating",
-      "and at once freeing one object of a random size, uniform in 8..4096 bytes (a ring of",
-      "4096 sizes per thread drawn before timing), its first 4 bytes written between the two",
-      "(`BENCH_WRITE=first4`, the goal rows; the last columns: nothing written). uslab: uslab_kmalloc /",
-      "uslab_kfree inline (uslab-call: the exported functions); glibc: __libc_malloc /",
-      "__libc_free; mimalloc: mi_malloc / mi_free; jemalloc: malloc / free; tcmalloc:",
-      "tc_malloc / tc_free. Per pair in one thread's loop (2 threads: the run from the first",
-      "start to the last end, divided by each thread's pairs). Instructions: callgrind, the",
-      "count inside the loop function divided by its iterations, loop included.", "")
+    r.describe("kmalloc")
+    r(f"Ran: `BENCH_WRITE=first4 kmalloc-<peer> pair 1|2 {p.iters} {p.reps}` (the goal rows); the last columns:",
+      f"nothing written (`kmalloc-<peer> pair 1|2 {p.iters} {p.reps}`). Per pair in one thread's loop.",
+      f"Instructions: `kmalloc-<peer> pair 1 {p.cg_iters} 1` under callgrind.", "")
 
     def cells(v, param):
         x = g(w4(v), param, "ns")
@@ -67,9 +61,8 @@ def report(h, p, r):
     r.table(["allocator", "1 thread", "x mimalloc", "x glibc", "2 threads", "x mimalloc", "x glibc",
              "2 threads, M pairs/s", "instructions per pair", "1 thread, nothing written",
              "2 threads, nothing written", "instructions, nothing written"], rows)
-    r("", f"`BENCH_WRITE=first4 kmalloc-<peer> window N {p.witers} {p.reps} {WINDOW}`: the same sizes, {WINDOW}",
-      f"objects live per thread: step i allocates object i, writes its first 4 bytes and frees object i - {WINDOW}.",
-      "Per step (one alloc + one free) in one thread's loop; peak RSS of the 2-thread run.", "")
+    r("", f"Ran: `BENCH_WRITE=first4 kmalloc-<peer> window 1|2 {p.witers} {p.reps} {WINDOW}`. Per step (one alloc +",
+      "one free) in one thread's loop; peak RSS of the 2-thread run.", "")
     w1, w2 = f"win{WINDOW}-1T", f"win{WINDOW}-2T"
     rows, dat = [], []
     for v in KPEERS:
