@@ -4,7 +4,8 @@
  * (issue 10): threads that each own an array of live objects of random
  * sizes, free a random one and allocate a new one in its place, and every
  * so often hand the whole array to a new thread and exit, so objects
- * outlive the threads that allocated them.
+ * outlive the threads that allocated them. Objects come from each peer's
+ * malloc-like interface (peer_kmalloc / peer_kfree, as in bench_kmalloc.c).
  *
  *	larson-<peer> [THREADS [STEPS [GENS [SLOTS [MIN [MAX [REPS]]]]]]]
  *		(defaults 2 20000 50 5000 16 1024 5; BENCH_QUICK=1: GENS 10)

@@ -4,7 +4,8 @@
  * allocating and freeing its own small objects of random sizes with a
  * window of live ones: the per-thread caches of every allocator are
  * multiplied by the thread count, and threads are preempted in the middle
- * of their fast paths.
+ * of their fast paths. Objects come from each peer's malloc-like interface
+ * (peer_kmalloc / peer_kfree, as in bench_kmalloc.c).
  *
  *	manythreads-<peer> NTHREADS [OPS [REPS [WINDOW [MIN [MAX]]]]]
  *		(defaults 16 20000000 3 256 8 256; BENCH_QUICK=1: OPS 2000000)

@@ -4,7 +4,9 @@
  * the one that allocated them (issue 10): a producer allocates objects of
  * random sizes, writes a stamp in their first and last words and passes
  * them through a single-producer single-consumer ring of 1024 slots; the
- * consumer checks both stamps and frees them.
+ * consumer checks both stamps and frees them. Objects come from each
+ * peer's malloc-like interface (peer_kmalloc / peer_kfree, as in
+ * bench_kmalloc.c).
  *
  *	xthread-<peer> MODE [COUNT [REPS [MIN [MAX]]]]
  *		(defaults 1to1 4000000 5 8 2048; BENCH_QUICK=1: COUNT 1000000)

@@ -1,4 +1,4 @@
-"""alloc: larson churn, cross-thread mixed sizes, many threads (issue 10)."""
+"""alloc: larson churn, cross-thread mixed sizes, many threads (issue 10): throughput and peak RSS per peer."""
 
 from types import SimpleNamespace as NS
 
@@ -31,13 +31,10 @@ def report(h, p, r):
     lt = f"{p.larson[0]}T"
     la = " ".join(map(str, p.larson))
     r.heading(HEADINGS[0])
-    r("Through the same interface as kmalloc. Throughput in million operations per second",
-      "(higher is better), memory as the peak resident set of the process (VmHWM, MB).", "",
-      f"Larson churn, `larson-<peer> {la}` (THREADS STEPS GENS SLOTS MIN MAX REPS): each of",
-      "the threads owns SLOTS live objects of random sizes; a step frees a random slot's object",
-      "and allocates a new one there; after STEPS steps a thread hands its array to a new thread",
-      "and exits (GENS generations), so objects outlive their threads. Steps per second over",
-      "all threads, thread creation included; RSS after everything was freed as well.", "")
+    r("Throughput in million operations per second (higher is better), memory as the peak resident set",
+      "of the process (VmHWM, MB).", "")
+    r.describe("larson")
+    r(f"Ran: `larson-<peer> {la}` (THREADS STEPS GENS SLOTS MIN MAX REPS).", "")
     rows = []
     for v in KPEERS:
         m = h.get("larson", v, lt, "mops")
@@ -52,17 +49,15 @@ def report(h, p, r):
         return [fmt(x, "%.2f"), div(x, h.get(b, "mimalloc", param, "mops")), div(x, h.get(b, "glibc", param, "mops")),
                 f"{fmt(h.get(b, v, param, 'peak_rss_mb'), '%.1f')} MB"]
 
-    r("", f"Cross-thread, `xthread-<peer> 1to1|2way {p.xt_count} {p.xt_reps}`: a producer allocates objects of",
-      "8..2048 bytes, stamps their first and last words and passes them through a 1024-slot SPSC",
-      "ring; the consumer checks and frees them. 1to1: one producer (CPU 0), one consumer",
-      "(CPU 1); 2way: each thread produces for the other and consumes the other's. Objects per",
-      "second (each allocated and freed once).", "")
+    r("")
+    r.describe("xthread")
+    r(f"Ran: `xthread-<peer> 1to1|2way {p.xt_count} {p.xt_reps}`.", "")
     r.table(["allocator", "1to1 M objects/s", "x mimalloc", "x glibc", "peak RSS", "2way M objects/s", "x mimalloc",
              "x glibc", "peak RSS"],
             [[v] + cells("xthread", v, "1to1") + cells("xthread", v, "2way") for v in KPEERS])
-    r("", f"Many threads, `manythreads-<peer> 16|64 {p.mt_ops} {p.mt_reps}`: 16 or 64 threads on {h.nproc} cores, each",
-      f"allocating objects of 8..256 bytes with 256 live (step i frees object i - 256), {p.mt_ops}",
-      "steps in all. Steps per second over all threads.", "")
+    r("")
+    r.describe("manythreads")
+    r(f"Ran: `manythreads-<peer> 16|64 {p.mt_ops} {p.mt_reps}` on {h.nproc} cores.", "")
     r.table(["allocator", "16 threads M steps/s", "x mimalloc", "x glibc", "peak RSS", "64 threads M steps/s",
              "x mimalloc", "x glibc", "peak RSS"],
             [[v] + cells("manythreads", v, "16T") + cells("manythreads", v, "64T") for v in KPEERS])
