@@ -1,6 +1,4 @@
-"""The C++ API (issue 40): std::unordered_map and std::list churn with
-uslab::allocator and the uslab std::pmr resources, beside std::allocator on
-glibc, mimalloc and jemalloc (preloaded) and the standard pmr pools."""
+"""The C++ API (issue 40, bench_cxx.cpp): container churn on uslab's allocator and resources against the others."""
 
 from types import SimpleNamespace as NS
 
@@ -45,14 +43,10 @@ def _best(h, p, c, names):
 
 def report(h, p, r):
     r.heading(HEADINGS[0])
-    r(f"`cxx-bench CONTAINER SCHEME {p.ops} {p.live} {p.reps}`: a container of {p.live} entries, each",
-      "operation erasing one (unordered_map: a random key; list: the front) and inserting one (a",
-      "random key; at the back), a 48-byte node written; ns per operation, the median of the",
-      "program's repetitions, then of the alternated runs. uslab: `uslab::allocator`; kres:",
-      "`std::pmr` over `uslab::kmalloc_resource`; cres: over a `uslab::cache_resource` for the",
-      "node; std-<malloc>: `std::allocator` on glibc's malloc, or mimalloc's or jemalloc's",
-      "preloaded; unsync, sync: `std::pmr::unsynchronized_pool_resource`,",
-      "`synchronized_pool_resource`.", "")
+    r.describe("cxx", "cxx-bench")
+    r(f"Ran: `cxx-bench umap|list SCHEME {p.ops} {p.live} {p.reps}` for every scheme; std-<malloc>: the std scheme",
+      "on glibc's malloc, and with mimalloc's or jemalloc's library in `LD_PRELOAD`. ns per operation, the",
+      f"median of the program's repetitions, then of {h.reps} alternated runs.", "")
     names = USLAB + OTHERS
     rows = []
     for c in CONTAINERS:
