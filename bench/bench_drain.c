@@ -20,14 +20,18 @@
  * phase / N, both phases / 2N ("op"), and the writes after the refill / N
  * ("touch": page faults on pages an allocator gave back to the OS land
  * there), as "N cycles(tsc) X.XXX ns".
- * Peak RSS of the process (VmHWM) as well. BENCH_WRITE=first4 (bench.h):
+ * Peak RSS of the process (VmHWM) as well; uslab: the layout in effect
+ * too (metric "layout", enum uslab_layout: what auto chose), with its
+ * objects per slab and colours. BENCH_WRITE=first4 (bench.h):
  * those writes are 4-byte stores at offset 0 instead of 8-byte ones
  * (variant "...-w4").
  *
  * Peers: uslab (uslab_cache_alloc_bulk / free_bulk on a cache created with
  * .layout = LAYOUT: auto freeptr objfreelist onslab offslab, default auto;
  * LAYOUT "pool": a USLAB_POOL cache with a reserve of N objects, through
- * uslab_pool_get_bulk / uslab_pool_put_bulk, as DPDK's mempool is used;
+ * uslab_pool_get_bulk / uslab_pool_put_bulk, as DPDK's mempool is used
+ * (free objects stay pointers in the sheaves, the barn and the cache's
+ * loose array, never back in a slab);
  * variant "uslab-<LAYOUT>", "uslab-<LAYOUT>-resident" when USLAB_PURGE_DELAY_MS
  * or USLAB_RETAIN_KB is set; a layout the cache cannot have, EINVAL, is
  * reported as "n/a" and the program exits 0); dpdk (rte_mempool_generic_get /

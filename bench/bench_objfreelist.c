@@ -12,7 +12,10 @@
  *		cycles per alloc and per free. One cache per N and layout
  *		(.layout = freeptr, objfreelist, onslab, offslab, auto), default
  *		sheaves: the loops go through the sheaves, which refill from and
- *		flush to the slabs. Objects are not touched (as in the seed).
+ *		flush to the slabs. Between the allocs and the frees every page
+ *		of every object is touched, untimed (the seed's slabs are
+ *		resident kernel memory: the frees do not pay the page faults of
+ *		objects never used); the timed loops touch nothing.
  *		One untimed round per cache, then REPS (default 5) rounds with
  *		the layouts in turn; medians. A layout the cache cannot have
  *		(EINVAL) is "n/a". bench/run runs it with USLAB_PURGE_DELAY_MS
@@ -29,7 +32,9 @@
  *		For each layout, object size (64 96 192 256 1024) and with and
  *		without a constructor: OBJS (default 100000) objects allocated,
  *		then from uslab_cache_stats(): objects and pages per slab,
- *		metadata bytes per slab (meta_bytes) and per object, metadata as
+ *		metadata bytes per slab (meta_bytes: the 64-byte slab
+ *		descriptor, an index array reserved in the slab or allocated
+ *		apart, out-of-object free pointers) and per object, metadata as
  *		a percentage of the slab, slab memory per live byte
  *		(num_slabs * pagesperslab * 4096 / (active_objs * object_size))
  *		and the number of colours.

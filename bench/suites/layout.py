@@ -1,6 +1,4 @@
-"""Slab layouts side by side (issue 11): the scattered full drain per layout
-against DPDK and mimalloc, the seed's OBJFREELIST table, and the metadata
-each layout costs."""
+"""Slab layouts side by side (issue 11): the scattered drain, the seed's table and the metadata per layout."""
 
 import os
 from types import SimpleNamespace as NS
@@ -98,20 +96,13 @@ def report(h, p, r):
         return h.get(b, v, n, m)
 
     r.heading(HEADINGS[0])
-    r(f"`BENCH_WRITE=first4 drain-<peer> SIZE {p.dr_n} {DR_ROUNDS} [LAYOUT]`: {p.dr_n} objects of SIZE bytes",
-      f"allocated (the first 4 bytes of each written); then {DR_ROUNDS} rounds of: shuffle the pointers, free",
-      "*all* of them with the bulk free in chunks of 64, allocate them all back with the bulk alloc in",
-      "chunks of 64, write the first 4 bytes of each (`drain-<peer>` alone writes an 8-byte word). Per operation: free = free phase / N, alloc = alloc phase / N, per op =",
-      "both phases / 2N; touch = the writes after the refill / N (page faults on pages given",
-      f"back to the OS land there). Median of the rounds, then of {p.dr_reps} process(es) per variant.",
-      "uslab: uslab_cache_alloc_bulk / free_bulk on a cache created with that layout (\"auto\"",
-      f"shows what it chose); -resident: `{RESIDENT_TEXT}`, so slabs the drain",
-      "empties keep their pages (the layouts compared without madvise and page faults);",
-      "without the suffix, the OS layer's defaults (freed slabs purged after",
-      "250 ms or beyond 64 MiB). uslab-pool: a USLAB_POOL cache with a reserve of N, through",
-      "uslab_pool_get_bulk / uslab_pool_put_bulk (free objects stay pointers, no slab touched).",
-      "DPDK: rte_mempool_generic_get/put with a 512-object cache, a",
-      "pool of N + 4096; mimalloc: mi_malloc / mi_free one by one (no bulk API).")
+    r.describe("drain")
+    r(f"Ran: `BENCH_WRITE=first4 drain-<peer> SIZE {p.dr_n} {DR_ROUNDS} [LAYOUT]` for SIZE "
+      f"{', '.join(map(str, DR_SIZES))}, the median of",
+      f"{p.dr_reps} process(es) per variant; uslab-LAYOUT-resident: with `{RESIDENT_TEXT}`, so slabs the drain",
+      "empties keep their pages (the layouts compared without madvise and page faults); uslab-LAYOUT",
+      f"without the suffix ({' '.join(p.asis)}: BENCH_LAYOUT_ASIS), the OS layer's defaults (a freed page unused",
+      "for one to two ticks of USLAB_PURGE_DELAY_MS = 20 ms is purged; at most USLAB_RETAIN_KB = 1 GiB kept).")
     for s in DR_SIZES:
         r("", f"{s}-byte objects:", "")
         rows = []
@@ -135,14 +126,11 @@ def report(h, p, r):
     r.image("drain", "drain.png")
 
     r.heading(HEADINGS[1])
-    r(f"`objfreelist table {p.of_loops} {p.of_reps}` (with `{RESIDENT_TEXT} USLAB_BARN_MAX_MB=0`): for each N, {p.of_loops}",
-      f"uslab_cache_alloc() of an N-byte object, then {p.of_loops} uslab_cache_free() in the same order;",
-      "cycles per alloc / per free. One cache per N and layout, default sheaves (refilled from",
-      "and flushed to the slabs: the barn's depth pinned at USLAB_BARN_MAX_FULL, since a deeper",
-      "barn keeps the freed set whole in sheaves and no layout is involved), every page of every object touched after the allocs",
-      "(untimed: the seed's slabs are resident kernel memory); one untimed round per cache, then",
-      f"{p.of_reps} rounds with the layouts in turn, medians; {p.of_procs} process(es), medians.",
-      "FREEPTR is \"before\", AUTO \"after\"; the last column is the seed's kernel SLAB",
+    r.describe("objfreelist")
+    r(f"Ran: `{RESIDENT_TEXT} USLAB_BARN_MAX_MB=0 objfreelist table {p.of_loops} {p.of_reps}`, {p.of_procs}",
+      "process(es), medians. USLAB_BARN_MAX_MB=0 pins the barn's depth at USLAB_BARN_MAX_FULL, so the",
+      "sheaves refill from and flush to the slabs: a deeper barn keeps the freed set whole in sheaves and",
+      "no layout is involved. FREEPTR is \"before\", AUTO \"after\"; the last column is the seed's kernel SLAB",
       "(kmalloc/kfree, before -> after OBJFREELIST), for the shape only.", "")
 
     def af(v, n):
@@ -171,19 +159,16 @@ set key top left
 plot for [i=2:6] "{f}" using 1:i with linespoints title word("{' '.join(LAYOUTS)}", i - 1)
 """)
     r.image("objfreelist", "objfreelist.png")
-    r("", f"The same through the size classes, `objfreelist kmalloc {p.of_loops} {p.of_reps}` (uslab_kmalloc /",
-      "uslab_kfree), in two processes (one run each): `USLAB_LAYOUT=freeptr` and unset (auto).", "")
+    r("", f"The same through the size classes: `objfreelist kmalloc {p.of_loops} {p.of_reps}` in two processes (one run",
+      "each), `USLAB_LAYOUT=freeptr` and unset (auto), with the same settings.", "")
     r.table(["N", "USLAB_LAYOUT=freeptr alloc / free", "unset: alloc / free", "unset chose", "free ratio"],
             [(n, af("kmalloc-freeptr", n), af("kmalloc-auto", n), lname(g("objfreelist", "kmalloc-auto", n, "layout")),
               div(g("objfreelist", "kmalloc-auto", n, "free_cycles"), g("objfreelist", "kmalloc-freeptr", n, "free_cycles")))
              for n in SEED])
 
     r.heading(HEADINGS[2])
-    r(f"`objfreelist memory {p.lm_objs}`: a cache per layout, size and constructor (or none), {p.lm_objs}",
-      "objects allocated, then from uslab_cache_stats(): metadata = meta_bytes (the 64-byte slab",
-      "descriptor, an index array reserved in the slab or allocated apart, out-of-object free",
-      "pointers) per slab, per object and as a share of the slab; slab memory per live byte =",
-      "num_slabs x slab bytes / (active_objs x object size).", "")
+    r.describe("objfreelist")
+    r(f"Ran: `objfreelist memory {p.lm_objs}`.", "")
     rows = []
     for q in MEM:
         for lay in LAYOUTS:
