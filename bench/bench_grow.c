@@ -17,9 +17,10 @@
  * Linked with no allocator: bench/suites/heap.py runs it under each one by
  * LD_PRELOAD, timed by GNU time (wall time, peak RSS). It prints the
  * checksum and the number of reallocs (the same under every allocator, so
- * the harness checks that), and CSV lines of its own: seconds (the growth
- * loop alone), peak_kb (VmHWM) and moves (reallocs that returned another
- * address, i.e. copied or remapped elsewhere: 0 in place).
+ * the harness checks that), and CSV lines of its own: seconds (the first
+ * malloc, the growth loop with its writes and reallocs, and the read; not
+ * start-up or the free), peak_kb (VmHWM) and moves (reallocs that returned
+ * another address, i.e. copied or remapped elsewhere: 0 in place).
  */
 #define _GNU_SOURCE
 #include <stdint.h>

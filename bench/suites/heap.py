@@ -1,7 +1,4 @@
-"""The page heap (issue 24): growing one huge buffer by realloc (a C program
-and perl, sed, gawk reading one huge line) under every allocator by
-LD_PRELOAD; madvise calls per GiB given back to the OS; 64 threads on the
-machine's cores (peak RSS); the scattered full drain with default settings.
+"""The page heap (issue 24): realloc growth and huge lines per allocator, madvise calls per GiB, RSS, the drain.
 
 Every (workload, allocator) runs in turn, A B C D E A B C D E ..., BENCH_REPS
 times, a fresh process each; outputs are checked identical to glibc's.
@@ -219,12 +216,9 @@ def report(h, p, r):
     r.lines.extend(f"    (set) {k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("USLAB_"))
 
     r.heading(HEADINGS[1])
-    r(f"`grow MODE {p.grow_mb}` (bench/bench_grow.c, linked with no allocator): one buffer, from 8 KiB, grown",
-      f"by realloc while 8 KiB chunks are written at its end until it holds {p.grow_mb} MiB (the way perl,",
-      "gawk and sed read one long line); MODE x1.5 and x2 grow the capacity by that factor, +4 by 4 MiB",
-      "each time (many reallocs of a block already huge). Time: the program's own loop (the writes,",
-      "the reallocs, one read); peak RSS: GNU time's %M; moved: reallocs that returned another",
-      "address (copied, or remapped elsewhere).", "")
+    r.describe("grow")
+    r(f"Ran: `grow MODE {p.grow_mb}` for MODE {', '.join(GROW_MODES)}. Time: the program's own (seconds); peak RSS:",
+      "GNU time's %M; moved: the program's moves.", "")
     alloc_table(h, r, rows_grow(), lambda b: b[4:])
 
     r.heading(HEADINGS[2])
@@ -258,14 +252,9 @@ unset multiplot
 
     r.heading(HEADINGS[3])
     mb = p.heap_mb
-    r(f"`heap MODE {mb} {p.heap_wait}` (bench/bench_heap.c, on libuslab.a, USLAB_PURGE_DELAY_MS and",
-      f"USLAB_RETAIN_KB unset): {mb} MiB, 5/8 in four caches (64, 512, 4096, 16384-byte objects, slabs of",
-      "several orders), 3/8 in kmalloc large objects (40 KiB to 3 MiB), every page written; all freed",
-      "in a random order; then trim: `uslab_trim()`; decay: `uslab_cache_shrink` on each cache, then the",
-      f"decay thread purges (the program waits until nothing is retained, at most {p.heap_wait} ms).",
-      "Without issue 24's API (`uslab_heap_stats`, `uslab_trim`) both modes only shrink the caches and",
-      "the page heap's own counters are not reported. The same program also ran under",
-      "`strace -f -e trace=madvise,munmap`, which counts every call of the whole process, the",
+    r.describe("heap")
+    r(f"Ran: `heap trim|decay {mb} {p.heap_wait}` with USLAB_PURGE_DELAY_MS and USLAB_RETAIN_KB unset, and the same",
+      "under `strace -f -e trace=madvise,munmap`, which counts every call of the whole process, the",
       "allocation phase and the program's own munmaps included (its per-GiB figure: madvise(MADV_DONTNEED)",
       "calls x 2^30 / the bytes they covered; the heap stats': madvise_calls x 2^30 / purged_bytes).", "")
     rows = []
@@ -286,9 +275,8 @@ unset multiplot
              "RSS after", "return time"], rows)
 
     r.heading(HEADINGS[4])
-    r(f"`BENCH_WRITE=first4 manythreads-<peer> 64 {p.mt_ops} {p.mt_reps}` (the alloc suite's program): 64",
-      f"threads on {h.nproc} cores, each with a window of 256 live objects of 8 to 256 bytes, the first 4",
-      "bytes of each written; peak RSS (VmHWM).", "")
+    r.describe("manythreads")
+    r(f"Ran: `BENCH_WRITE=first4 manythreads-<peer> 64 {p.mt_ops} {p.mt_reps}` on {h.nproc} cores.", "")
     r.table(["allocator", "million steps/s", "peak RSS", "x mimalloc"],
             [(v, fmt(h.get("heap-manythreads", w4(v), "64T", "mops"), "%.1f"),
               fmt(h.get("heap-manythreads", w4(v), "64T", "peak_rss_mb"), "%.1f MB"),
@@ -296,9 +284,9 @@ unset multiplot
                   h.get("heap-manythreads", w4("mimalloc"), "64T", "peak_rss_mb"))) for v in MT_PEERS])
 
     r.heading(HEADINGS[5])
-    r(f"`BENCH_WRITE=first4 drain-<peer> {DRAIN_SIZE} {p.dr_n} {DRAIN_ROUNDS} [auto]` (the layout suite's program,",
-      "issue 11's P3 shape; the first 4 bytes of each object written) with the OS layer's defaults (USLAB_PURGE_DELAY_MS, USLAB_RETAIN_KB unset): purges may",
-      "happen during the drain.", "")
+    r.describe("drain")
+    r(f"Ran: `BENCH_WRITE=first4 drain-<peer> {DRAIN_SIZE} {p.dr_n} {DRAIN_ROUNDS} [auto]` with the OS layer's defaults",
+      "(USLAB_LAYOUT, USLAB_PURGE_DELAY_MS, USLAB_RETAIN_KB unset): purges may happen during the drain.", "")
     r.table(["allocator", "free", "alloc", "per op", "x mimalloc", "touch", "peak RSS"],
             [(v, fmt(h.get("heap-drain", w4(v), DRAIN_SIZE, "free_ns"), "%.1f ns"),
               fmt(h.get("heap-drain", w4(v), DRAIN_SIZE, "alloc_ns"), "%.1f ns"),
