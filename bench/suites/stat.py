@@ -1,6 +1,4 @@
-"""Watching a program (issue 13): the P1 pair with and without USLAB_STATS=1,
-the CPU time of a snapshot of 1,000 caches, and a uslab-stat snapshot of the
-forwarding benchmark (magazine, 2 threads) while it runs."""
+"""Watching a program (issue 13): what USLAB_STATS=1 costs the P1 pair and a snapshot of 1,000 caches; a live snapshot."""
 
 import os
 import subprocess
@@ -60,12 +58,15 @@ def report(h, p, r):
     off, on = h.get("pair", f"{U}-stats-off", 256, "ns"), h.get("pair", f"{U}-stats-on", 256, "ns")
     rs = h.get("stat", "uslab", 1000, "refresh_ms")
     r.heading(HEADINGS[0])
+    r.describe("pair", "pair-uslab")
     r(f"P1: `BENCH_WRITE=first4 pair-uslab 256 {p.iters} 3` without and with `USLAB_STATS=1`, alternated {h.reps} times:",
-      f"{fmt(off, '%.3f')} ns and {fmt(on, '%.3f')} ns per pair. A snapshot: `USLAB_STATS=1 stat 1000`",
-      f"(1,000 caches of 16 objects, and uslab's own): {fmt(rs, '%.3f')} ms of the process's CPU per",
-      "snapshot, one per second (USLAB_STATS_MS=1000).", "")
+      f"{fmt(off, '%.3f')} ns and {fmt(on, '%.3f')} ns per pair.", "")
+    r.describe("stat")
+    r(f"Ran: `USLAB_STATS=1 stat 1000 {p.stat_secs}`: {fmt(rs, '%.3f')} ms of the process's CPU per snapshot.", "")
     r.goals(h, p, GOALS)
-    r("", f"`uslab-stat -s active PID` of `forward-uslab magazine 2 {p.fw_packets} 1`, {p.delay} s into its run"
+    r("")
+    r.describe("forward", "forward-uslab")
+    r(f"`uslab-stat -s active PID` of `USLAB_STATS=1 forward-uslab magazine 2 {p.fw_packets} 1`, {p.delay} s into its run"
       " (stopped after the snapshot):", "",
       "```")
     lines = p.snapshot.splitlines()
