@@ -4,7 +4,12 @@
  * on 1 and 2 threads (issue 14's goal: <= 2 ns uncontended, unchanged on
  * two threads), and uslab_idgen_next against a shared atomic ID.
  *
- *	counter [ADDS [REPS]]	(defaults 100000000 5): ns per add, median of REPS
+ *	counter [ADDS [REPS]]	(defaults 100000000 5; BENCH_QUICK=1: ADDS / 10)
+ *
+ * ns per add (per ID) on each thread, the median of REPS: "1T" one thread
+ * (CPU 0), "2T" two threads at once on CPUs 0 and 1 (the mean of the two).
+ * uslab_counter's batch is the library's: USLAB_COUNTER_BATCH (default
+ * max(32, 2 * CPUs)).
  */
 #include "bench.h"
 
