@@ -4,8 +4,10 @@
  * socketallocbench (seed: socket-pipe-dentry-scalability.txt). In 2008,
  * close(socket()) a million times took 1.561 s on one CPU and 27.5 s when
  * eight CPUs each did it at once: every socket dirtied shared cache lines.
- * Here one "socket" is a file, a dentry and an inode, created and destroyed
- * the way 2.6.28's VFS did, and each patch of the series is a variant:
+ * Here one "socket" is a file (192 bytes, zeroed at allocation like
+ * get_empty_filp()), a dentry and an inode (with the 512 bytes of a
+ * struct socket_alloc's socket after it), created and destroyed the way
+ * 2.6.28's VFS did, and each patch of the series is a variant:
  *
  *	2008   malloc for all three objects; nr_files a shared atomic;
  *	       nr_dentry, nr_inodes and last_ino plain words under the locks;
@@ -37,9 +39,11 @@
  *	uslab-nodefer  the same with the dentry freed at once
  *	       (uslab_cache_free), as 2.6.28's d_free() freed an unhashed
  *	       dentry: what the deferred free costs, measured beside it
- *	uslab-late  the dentry freed with uslab_cache_free() LATE_RING frees
- *	       late (a ring per thread): a deferred free's distance between
- *	       free and reuse, without grace periods or the monitor thread
+ *	uslab-late  the dentry freed with uslab_cache_free() LATE_RING (8192)
+ *	       frees late (a ring per thread): a deferred free's distance
+ *	       between free and reuse, without grace periods or the monitor
+ *	       thread; CYCLES must be at least 4 * LATE_RING, so the ring
+ *	       turns over
  *
  *	socketalloc VARIANT NTHREADS [CYCLES [REPS]]	(defaults uslab 1 1000000 3)
  *

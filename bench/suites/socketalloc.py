@@ -1,6 +1,4 @@
-"""Socket allocation (issue 14): the seed's socketallocbench, 2008 -> each
-patch -> uslab, 1 2 4 64 (256) threads; and many threads at once:
-threads-<peer> and the stress test at 2, 64 and 256 threads."""
+"""Socket allocation (issue 14, bench_socketalloc.c): N threads in the wall time of one; then many threads at once."""
 
 import re
 import time
@@ -69,20 +67,11 @@ def report(h, p, r):
         return h.get("socketalloc", w4(v), n, m)
 
     r.heading(HEADINGS[0])
-    r("`BENCH_WRITE=first4 socketalloc VARIANT N CYCLES 1` (5 for the uslab variants; bench/bench_socketalloc.c),",
-      "the seed's socketallocbench in userspace: a cycle creates and destroys a file (192 B), a dentry and an inode (socket_alloc)",
-      "the way 2.6.28's VFS did. 2008: malloc, nr_files a shared atomic, nr_dentry/nr_inodes/last_ino",
-      "under dcache_lock/inode_lock, the root dentry's child list and count, inode_in_use and",
-      "s_inodes, the mount's count, call_rcu per file and per dentry. p1..p7 add the seed's patches in",
-      "turn (per-thread counters, ID batches of 1024, single dentries, single inodes, files from a",
-      "USLAB_TYPESAFE_BY_RCU cache, no mount count); uslab: all three objects from uslab caches, the",
-      "dentry freed with uslab_free_rcu(); uslab-nodefer: the dentry freed at once (what 2.6.28 did",
-      "for unhashed dentries); uslab-late: freed at once but 8192 frees late (a per-thread ring: a deferred",
-      "free's distance between free and reuse, without a grace period; 1, 2 and 4 threads only, where the",
-      f"ring turns over). 1, 2, 4 threads: {p.cycles} cycles each; 64 threads: {p.cycles // 32} each (the",
-      f"2-thread total). Thread i on CPU i mod {h.nproc}. Wall: first start to last end; ratio: to 1 thread.",
-      "Every object's count (8 bytes at offset 0) is written at once; BENCH_WRITE=first4 adds a 4-byte",
-      "store at offset 0 right after each inode's and dentry's allocation (issue 34).", "")
+    r.describe("socketalloc")
+    r("Ran: `BENCH_WRITE=first4 socketalloc VARIANT N CYCLES 1` (REPS 5 for the uslab variants), each variant's",
+      f"thread counts back to back: 1, 2, 4 threads {p.cycles} cycles each; 64 threads {p.cycles // 32} each (the",
+      f"2-thread total), 256 threads (uslab variants) {p.cycles // 128} each; uslab-late only where its ring turns",
+      f"over (CYCLES >= 32768). {h.nproc} CPUs. Ratios: to 1 thread.", "")
     rows = []
     for v in VARIANTS:
         t1, t2, t4 = sa(v, "1T", "wall_s"), sa(v, "2T", "wall_s"), sa(v, "4T", "wall_s")
@@ -90,7 +79,7 @@ def report(h, p, r):
                      div(t4, t1), fmt(sa(v, "64T", "mcps"), "%.2f"), div(sa(v, "64T", "mcps"), sa(v, "2T", "mcps"))))
     r.table(["variant", "1T wall", "2T wall", "2T / 1T", "4T wall", "4T / 1T", "64T Mcycles/s",
              "64T / 2T throughput"], rows)
-    r("", "Latency of one cycle (one in 8 timed with rdtsc, all threads' samples; p50 / p99 / p999):", "")
+    r("", "Latency of one cycle (p50 / p99 / p999):", "")
     r.table(["variant", "1T", "2T", "64T"],
             [[v] + [" / ".join(fmt(sa(v, n, q), "%.0f") for q in ("p50_ns", "p99_ns", "p999_ns")) + " ns"
                     for n in ("1T", "2T", "64T")] for v in VARIANTS])
@@ -124,10 +113,9 @@ plot "{f}" using 2:xtic(1) title "1 thread", '' using 3 title "2 threads", '' us
             [("socketalloc uslab, held", *(kb("socketalloc", "uslab", n) for n in ("2T", "64T", "256T"))),
              ("socketalloc uslab-nodefer, held", *(kb("socketalloc", "uslab-nodefer", n) for n in ("2T", "64T", "256T"))),
              ("threads-uslab 256 B, held", *(kb("threads-many", "uslab", n) for n in ("2T", "64T", "256T")))])
-    r("", f"`threads-<peer> N 256 {p.th_ops}/N 1`: N threads, bursts of 64 allocations then 64 frees of",
-      f"256 B, {p.th_ops} pairs in all; alloc and free latency: the first alloc and free of one burst in 64 timed.",
-      "RSS: resident memory the process gained from before the N threads started to when all",
-      "were done and still alive (their stacks included).", "")
+    r("")
+    r.describe("threads")
+    r(f"Ran: `threads-<peer> N 256 {p.th_ops}/N 1` ({p.th_ops} pairs in all), nothing written.", "")
     rows = []
     for v in PEERS:
         def t(n, m, f):
