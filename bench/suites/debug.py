@@ -1,6 +1,4 @@
-"""The debug tier's cost (issues 12 and 26): the P1 pair (inline and through
-the library's functions) and the stress test with every cache in each tier
-(USLAB_DEBUG), alternated with the default tier."""
+"""The debug tier's cost (issues 12 and 26): the P1 pair and the stress test per USLAB_DEBUG tier against none."""
 
 import time
 from types import SimpleNamespace as NS
@@ -46,6 +44,7 @@ def run(h, p):
 
 def report(h, p, r):
     r.heading(HEADINGS[0])
+    r.describe("pair", "pair-uslab")
     r("Every cache in the tier named (`USLAB_DEBUG=<tier>`; none: the default tier), alternated",
       f"{h.reps} times. P1: `BENCH_WRITE=first4 pair-uslab 256 N 3` (inline fast path) and `pair-uslab-call` (the",
       f"library's functions), N = {p.iters} in the default tier and {p.iters_tier} in the debug tiers;",

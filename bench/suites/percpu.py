@@ -1,7 +1,4 @@
-"""Per-CPU sheaves (issue 25): per-thread against per-CPU sheaves
-(USLAB_PERCPU=0 and 1, alternated in one command) at 2 to 256 threads on
-this machine's cores: throughput, p999, what the sheaves hold and RSS; the
-one-thread pair in both modes; and the peers' RSS at 64 threads."""
+"""Per-CPU sheaves (issue 25): per-thread against per-CPU sheaves (USLAB_PERCPU=0, 1) at 2 to 256 threads."""
 
 from types import SimpleNamespace as NS
 
@@ -82,12 +79,11 @@ def peers_rss(h):
 
 def report(h, p, r):
     r.heading(HEADINGS[0].format(nproc=h.nproc))
-    r(f"`threads-uslab N 256 {p.ops}/N 1` with `USLAB_PERCPU=0` (per-thread sheaves) and `=1` (per-CPU),",
-      "alternated, medians: every thread allocates bursts of 64 256-byte objects and frees them; million",
-      "pairs per second over all threads, the p999 of one alloc and of one free (ns, rdtsc), the",
-      "memory the cache has handed out when every thread is done (`held_kb`: all of it in sheaves and",
-      "the barn) and the RSS the process gained. `auto` is the default (`USLAB_PERCPU_THREADS=32`: per CPU from 65 threads here).",
-      "Every program of this section runs with `BENCH_WRITE=first4` (each object's first 4 bytes written, issue 34).", "")
+    r.describe("threads", "threads-uslab")
+    r(f"Ran: `threads-uslab N 256 {p.ops}/N 1` with `USLAB_PERCPU=0` (per-thread sheaves) and `=1` (per-CPU),",
+      "alternated, medians (p999 in ns). `auto` is the default (`USLAB_PERCPU_THREADS=32`: per CPU from 65",
+      "threads here). Every program of this section runs with `BENCH_WRITE=first4` (each object's first 4 bytes",
+      "written, issue 34).", "")
     rows = []
     for n in p.threads:
         for mode in ("perthread", "percpu", "auto"):
@@ -101,11 +97,13 @@ def report(h, p, r):
     r.table(["threads", "sheaves", "M pairs/s", f"/ {p.threads[0]} threads", "alloc p999", "free p999",
              "held KiB", "RSS MB"], rows)
     pt = [wget(h, "percpu-pair", m, "256", "ns") for m, _ in MODES]
-    r("", f"The one-thread pair (`pair-uslab 256 {p.pair} 3`, the inline paths): per-thread",
+    r("")
+    r.describe("pair", "pair-uslab")
+    r(f"The one-thread pair (`pair-uslab 256 {p.pair} 3`, the inline paths): per-thread",
       f"{fmt(pt[0], '%.2f')} ns, per-CPU {fmt(pt[1], '%.2f')} ns ({div(pt[1], pt[0])}).", "")
-    r("", f"`socketalloc uslab-nodefer N {p.sa_cycles}/N 3` (the seed's socket cycle on three caches, the",
-      "dentry freed at once; million cycles per second over all threads, the memory the caches hold",
-      "when the threads are done):", "")
+    r.describe("socketalloc")
+    r(f"Ran: `socketalloc uslab-nodefer N {p.sa_cycles}/N 3` (the dentry freed at once); million cycles per second",
+      "over all threads, held_kb:", "")
     rows = []
     for n in SA_THREADS:
         row = [f"{n}"]
@@ -121,7 +119,8 @@ def report(h, p, r):
     for v in ["perthread", "percpu"] + PEERS:
         rows.append([v, fmt(wget(h, "percpu-many", v, "64T", "mops"), "%.1f"),
                      fmt(wget(h, "percpu-many", v, "64T", "peak_rss_mb"), "%.1f")])
-    r(f"`manythreads-<peer> 64 {p.mt_ops} 1` (kmalloc/malloc of small random sizes, 64 threads):", "")
+    r.describe("manythreads", "manythreads-<peer>")
+    r(f"Ran: `manythreads-<peer> 64 {p.mt_ops} 1`:", "")
     r.table(["allocator", "M steps/s", "peak RSS MB"], rows)
 
 
