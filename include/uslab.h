@@ -405,6 +405,114 @@ USLAB_API size_t uslab_cache_alloc_bulk(struct uslab_cache *c, size_t n, void **
  */
 USLAB_API void uslab_cache_free_bulk(struct uslab_cache *c, size_t n, void **p);
 
+/*
+ * NUMA. On a machine with two nodes or more (or under USLAB_NUMA_FAKE),
+ * each cache keeps its slabs per node: a thread's allocations come from
+ * the node of the CPU it runs on, and a freed object goes back to its own
+ * node (doc/api.md, "NUMA"). On one node all of it is off and costs
+ * nothing. Node ids are the kernel's (numactl --hardware).
+ */
+
+/** USLAB_NUMA_NO_NODE - "the caller's node" for the _node calls (the kernel's NUMA_NO_NODE). */
+#define USLAB_NUMA_NO_NODE (-1)
+/**
+ * USLAB_NODE_STRICT - or'd into a _node call's node: that node's memory or
+ * nothing (the kernel's __GFP_THISNODE). Without it the node is a
+ * preference: its slabs first, then the other nodes' by distance.
+ */
+#define USLAB_NODE_STRICT 0x10000
+
+/**
+ * uslab_numa_nodes - the nodes uslab works with.
+ *
+ * Return: the highest node id plus one, at least 1; 1 means NUMA off (one
+ * node, USLAB_NUMA=0, or a node id uslab cannot tag: above 15).
+ */
+USLAB_API int uslab_numa_nodes(void);
+
+/**
+ * uslab_numa_node - the node whose memory serves the CPU the calling
+ * thread runs on now (Linux's numa_mem_id(): a node without memory is
+ * served by its nearest node that has some). The thread may move at once.
+ *
+ * Return: a node id; 0 with NUMA off.
+ */
+USLAB_API int uslab_numa_node(void);
+
+/**
+ * uslab_numa_node_has_memory - whether uslab places memory on @node.
+ * @node: a node id.
+ *
+ * Return: 1 if @node has memory (and the program's own policy, MPOL_BIND,
+ * allows it); 0 if not, or if @node is no node.
+ */
+USLAB_API int uslab_numa_node_has_memory(int node);
+
+/**
+ * uslab_cache_alloc_node - allocate one object from NUMA node @node (the
+ * kernel's kmem_cache_alloc_node()).
+ * @c:    the cache.
+ * @node: USLAB_NUMA_NO_NODE (the caller's node), or a node id, with
+ *        USLAB_NODE_STRICT or'd in for that node's memory or nothing.
+ *
+ * The caller's own node is served as uslab_cache_alloc() serves it, from
+ * the thread's sheaves. Another node's object comes straight from that
+ * node's slabs, past the sheaves (slower: a node lock per call; use the
+ * bulk form for many); without USLAB_NODE_STRICT, from the nearest other
+ * node's when the OS refuses memory on @node. A node without memory, or
+ * one the machine does not have, is served by the caller's node unless
+ * the request is strict. With NUMA off everything is node 0's.
+ *
+ * Context: any thread.
+ * Return: the object; or NULL with errno EINVAL (@node is neither
+ * USLAB_NUMA_NO_NODE nor a node id, possibly with USLAB_NODE_STRICT) or
+ * ENOMEM (no memory; or strict and @node has none).
+ */
+USLAB_API USLAB_MALLOC_ATTR void *uslab_cache_alloc_node(struct uslab_cache *c, int node);
+
+/**
+ * uslab_cache_alloc_bulk_node - allocate @n objects from NUMA node @node.
+ * @c:    the cache.
+ * @node: as uslab_cache_alloc_node()'s.
+ * @n:    objects wanted.
+ * @p:    an array of at least @n entries.
+ *
+ * All or nothing, as uslab_cache_alloc_bulk(), which serves the caller's
+ * own node; another node's objects come from its slabs, whole slab
+ * freelists at a time (one node lock per up to 16 slabs).
+ *
+ * Context: any thread.
+ * Return: @n, or 0 (nothing taken: @n was 0, or errno EINVAL or ENOMEM as
+ * uslab_cache_alloc_node()'s, or EINVAL for a NULL @p).
+ */
+USLAB_API size_t uslab_cache_alloc_bulk_node(struct uslab_cache *c, int node, size_t n, void **p);
+
+/**
+ * uslab_node_of - the NUMA node of the uslab memory holding @p (the slab
+ * or large object's pages: where uslab placed them; under USLAB_NUMA_FAKE
+ * the fake node).
+ * @p: any address.
+ *
+ * Context: any thread; no lock.
+ * Return: the node id; -1 if @p is not in a slab or large object of uslab's.
+ */
+USLAB_API USLAB_NO_ACCESS(1) int uslab_node_of(const void *p);
+
+/**
+ * uslab_cache_node_stats - one node's slabs of a cache.
+ * @c:    the cache.
+ * @node: a node id, below uslab_numa_nodes().
+ * @st:   filled in (struct uslab_node_stats, <uslab/stats.h>).
+ *
+ * With NUMA off node 0 has every slab. The cache-wide figures are
+ * uslab_cache_stats()'s.
+ *
+ * Context: any thread.
+ * Return: 0; -EINVAL if @c or @st is NULL or @node is no node.
+ */
+USLAB_API int uslab_cache_node_stats(const struct uslab_cache *c, int node,
+				     struct uslab_node_stats *st);
+
 /**
  * uslab_pool_get_bulk - allocate @n objects, rte_mempool_get_bulk()'s way.
  * @c: the cache (a pool or not).

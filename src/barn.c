@@ -112,9 +112,12 @@ static void barn_unlock(struct barn *b)
 	ulock_unlock(&b->lock);
 }
 
-void barn_init(struct barn *b, unsigned int max_full, unsigned int max_empty)
+void barn_init(struct barn *b, struct uslab_cache *c, unsigned int node, unsigned int max_full,
+	       unsigned int max_empty)
 {
 	ulock_setup(&b->lock, LOCK_BARN);
+	b->cache = c;
+	b->node = node;
 	b->full = b->empty = NULL;
 	b->nr_full = b->nr_empty = 0;
 	b->max_full = max_full;
@@ -151,10 +154,10 @@ static uint64_t decay_ns(void)
 	return (uint64_t)usl_opt.sheaf_decay_ms * 1000000u;
 }
 
-/* The cache embedding @b (only for barns that adapt: those are in caches). */
+/* The cache of @b (only for barns that adapt: those are in caches). */
 static struct uslab_cache *barn_cache(struct barn *b)
 {
-	return (struct uslab_cache *)(void *)((char *)b - offsetof(struct uslab_cache, barn));
+	return b->cache;
 }
 
 static bool adaptive(const struct barn *b)
@@ -176,15 +179,9 @@ static bool keeps_all(struct barn *b)
 	return b->full_min >= 100000; /* USLAB_BARN_MAX_FULL's maximum: unbounded */
 }
 
-/*
- * barn_adapt_init - the adaptive capacity of @c, just given its base
- * capacity c->sheaf_capacity (lifecycle_create); @requested:
- * uslab_cache_args.sheaf_capacity (non-zero pins the capacity).
- */
-void barn_adapt_init(struct uslab_cache *c, unsigned int requested)
+/* barn_adapt_init() of one node's barn @b. */
+static void adapt_init(struct barn *b, struct uslab_cache *c, unsigned int requested)
 {
-	struct barn *b = &c->barn;
-
 	ulock_lock(&b->lock);
 	b->cap_min = c->sheaf_capacity;
 	b->cap_max = sheaf_capacity_max(c->size, requested, c->sheaf_capacity);
@@ -195,6 +192,17 @@ void barn_adapt_init(struct uslab_cache *c, unsigned int requested)
 	if (!keeps_all(b) && b->full_min)
 		b->full_bytes = (uint64_t)usl_opt.barn_max_mb << 20;
 	ulock_unlock(&b->lock);
+}
+
+/*
+ * barn_adapt_init - the adaptive capacity of @c, just given its base
+ * capacity c->sheaf_capacity (lifecycle_create); @requested:
+ * uslab_cache_args.sheaf_capacity (non-zero pins the capacity).
+ */
+void barn_adapt_init(struct uslab_cache *c, unsigned int requested)
+{
+	for (unsigned int nid = 0; nid < c->nr_nodes; nid++)
+		adapt_init(cache_barn(c, nid), c, requested);
 }
 
 /*
@@ -393,9 +401,9 @@ static void release(struct barn *b, struct sheaf *out);
  * while it is below @n. No lock taken when @n is above what the capacity
  * may grow to. Return: whether the capacity handed out now holds @n.
  */
-bool barn_note_bulk(struct uslab_cache *c, size_t n)
+bool barn_note_bulk(struct uslab_cache *c, size_t n, unsigned int nid)
 {
-	struct barn *b = &c->barn;
+	struct barn *b = cache_barn(c, nid);
 	struct sheaf *out = NULL;
 
 	if (!adaptive(b) || n > b->cap_max)
@@ -434,16 +442,27 @@ static void release(struct barn *b, struct sheaf *out)
  */
 void barn_decay(struct uslab_cache *c, uint64_t now_ns)
 {
-	struct barn *b = &c->barn;
-	struct sheaf *out = NULL;
+	for (unsigned int nid = 0; nid < c->nr_nodes; nid++) {
+		struct barn *b = cache_barn(c, nid);
+		struct sheaf *out = NULL;
 
-	if (!grown(b))
-		return;
-	barn_lock(b);
-	if (now_ns > b->window && now_ns - b->window >= decay_ns())
-		judge_locked(b, now_ns, &out);
-	barn_unlock(b);
-	release(b, out);
+		if (!grown(b))
+			continue;
+		barn_lock(b);
+		if (now_ns > b->window && now_ns - b->window >= decay_ns())
+			judge_locked(b, now_ns, &out);
+		barn_unlock(b);
+		release(b, out);
+	}
+}
+
+/* Whether a barn of @c is grown (capacity or depth above its base). */
+static bool cache_grown(struct uslab_cache *c)
+{
+	for (unsigned int nid = 0; nid < c->nr_nodes; nid++)
+		if (grown(cache_barn(c, nid)))
+			return true;
+	return false;
 }
 
 /* ------------------------------------------------------ decay monitor */
@@ -457,12 +476,10 @@ static struct {
 /* One cache of the monitor's pass (under caches_lock): decay it; count it if still grown. */
 static void decay_one(struct uslab_cache *c, void *arg)
 {
-	struct barn *b = &c->barn;
-
-	if (!grown(b))
+	if (!cache_grown(c))
 		return;
 	barn_decay(c, barn_now_ns());
-	if (grown(b))
+	if (cache_grown(c))
 		(*(unsigned long *)arg)++;
 }
 
@@ -557,23 +574,28 @@ bool barn_monitor_running(void)
  */
 void barn_stats(struct uslab_cache *c, struct uslab_cache_stats *st)
 {
-	struct barn *b = &c->barn;
+	st->barn_full = st->barn_empty = 0;
+	for (unsigned int nid = 0; nid < c->nr_nodes; nid++) {
+		struct barn *b = cache_barn(c, nid);
 
-	barn_lock(b);
-	st->barn_full = b->nr_full;
-	st->barn_empty = b->nr_empty;
-	if (b->capacity) {
-		st->sheaf_capacity = b->capacity;
-		st->sheaf_capacity_min = b->cap_min;
-		st->sheaf_capacity_max = b->cap_max;
-	} else {
-		st->sheaf_capacity_min = st->sheaf_capacity_max = st->sheaf_capacity;
+		barn_lock(b);
+		st->barn_full += b->nr_full;
+		st->barn_empty += b->nr_empty;
+		/* The capacity: the largest of the nodes' (each barn adapts to its node's traffic). */
+		if (b->capacity) {
+			if (!nid || b->capacity > st->sheaf_capacity)
+				st->sheaf_capacity = b->capacity;
+			st->sheaf_capacity_min = b->cap_min;
+			st->sheaf_capacity_max = b->cap_max;
+		} else if (!nid) {
+			st->sheaf_capacity_min = st->sheaf_capacity_max = st->sheaf_capacity;
+		}
+		st->events[USLAB_STAT_SHEAF_GROW] += b->grows;
+		st->events[USLAB_STAT_SHEAF_SHRINK] += b->shrinks;
+		st->events[USLAB_STAT_BARN_GROW] += b->full_grows;
+		st->events[USLAB_STAT_BARN_SHRINK] += b->full_shrinks;
+		barn_unlock(b);
 	}
-	st->events[USLAB_STAT_SHEAF_GROW] += b->grows;
-	st->events[USLAB_STAT_SHEAF_SHRINK] += b->shrinks;
-	st->events[USLAB_STAT_BARN_GROW] += b->full_grows;
-	st->events[USLAB_STAT_BARN_SHRINK] += b->full_shrinks;
-	barn_unlock(b);
 }
 
 /* Pop a sheaf off one of the barn's stacks. Lock held. */
@@ -702,9 +724,17 @@ bool barn_put_full(struct barn *b, struct sheaf *full)
  * Flush every full sheaf of @c's barn to slabs and free all its sheaves;
  * the capacity goes back to its base (shrink, destroy).
  */
+static void drain_one(struct uslab_cache *c, struct barn *b);
+
 void barn_drain(struct uslab_cache *c)
 {
-	struct barn *b = &c->barn;
+	for (unsigned int nid = 0; nid < c->nr_nodes; nid++)
+		drain_one(c, cache_barn(c, nid));
+}
+
+/* barn_drain() of one node's barn @b. */
+static void drain_one(struct uslab_cache *c, struct barn *b)
+{
 	struct sheaf *full, *empty, *next;
 
 	barn_lock(b);
@@ -736,20 +766,24 @@ void barn_drain(struct uslab_cache *c)
 }
 
 /*
- * barn_gather - copy the objects of the barn's full sheaves into @dst (at
+ * barn_gather - copy the objects of @c's barns' full sheaves into @dst (at
  * most @max; validate). Return: how many there are (may exceed @max).
  */
-size_t barn_gather(struct barn *b, void **dst, size_t max)
+size_t barn_gather(struct uslab_cache *c, void **dst, size_t max)
 {
 	size_t n = 0;
 
-	barn_lock(b);
-	for (struct sheaf *sh = b->full; sh; sh = sh->next) {
-		for (uint32_t i = 0; i < sh->size; i++, n++)
-			if (n < max)
-				dst[n] = sh->objs[i];
+	for (unsigned int nid = 0; nid < c->nr_nodes; nid++) {
+		struct barn *b = cache_barn(c, nid);
+
+		barn_lock(b);
+		for (struct sheaf *sh = b->full; sh; sh = sh->next) {
+			for (uint32_t i = 0; i < sh->size; i++, n++)
+				if (n < max)
+					dst[n] = sh->objs[i];
+		}
+		barn_unlock(b);
 	}
-	barn_unlock(b);
 	return n;
 }
 

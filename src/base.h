@@ -14,7 +14,7 @@
  *                cache layer's shared functions)
  *   gp.h         layer 4
  *   perthread.h  layers 5 to 7 (sheaf, barn, pcs, thread and percpu)
- *   front.h      layers 8 to 14 (bulk and pool, rcu, magazine, lifecycle, kmalloc,
+ *   front.h      layers 8 to 14 (bulk, pool and node, rcu, magazine, lifecycle, kmalloc,
  *                export, init)
  *
  * internal.h includes them all, for the white-box tests; no file of src/
@@ -59,8 +59,9 @@
  *                             rseq critical sections (thread_sheaves.c,
  *                             thread.c and cpu_sheaves.c are one layer)
  *   8  bulk       bulk.c      arrays of objects in and out
- *      pool       pool.c      the same, DPDK's way: get/put, count (bulk.c
- *                             and pool.c are one layer)
+ *      pool       pool.c      the same, DPDK's way: get/put, count
+ *      node       node_alloc.c allocation from a chosen NUMA node (bulk.c,
+ *                             pool.c and node_alloc.c are one layer)
  *   9  rcu        rcu.c       kfree_rcu front end: blocks of pointers
  *  10  magazine   magazine.c  caller-owned caches and free batches
  *  11  lifecycle  lifecycle.c create, destroy, shrink, stats: orchestrates
@@ -80,7 +81,8 @@
  * Services any layer may call: counter.c (the counters and ID batches of
  * <uslab/counter.h>, for programs), debug.c (usl_bug, usl_warn, assertions),
  * options.c (usl_opt), failslab.c (fault injection), stats.c (counter
- * names), lock.c (the lock and its order check, src/lock.h); and usl_init(),
+ * names), lock.c (the lock and its order check, src/lock.h), numa.c (the
+ * NUMA topology, the caller's node, placing memory); and usl_init(),
  * the lazy start-up that the first slow path of any layer may trigger (with
  * usl_starting_self()). Their declarations are in this header; a service's
  * own file may include the header of any tier (it reports on the types of
@@ -285,6 +287,7 @@ struct uslab_options {
 	unsigned int guard;	       /* USLAB_GUARD */
 	unsigned int guard_slots;      /* USLAB_GUARD_SLOTS */
 	unsigned int free_key;	       /* USLAB_FREE_KEY: enum free_key_mode */
+	unsigned int numa;	       /* USLAB_NUMA */
 	unsigned int nr_cpus;
 };
 
@@ -306,6 +309,57 @@ enum free_key_mode { FREE_KEY_OFF, FREE_KEY_ALL, FREE_KEY_MALLOC };
 INTERNAL extern const char *const usl_percpu_names[];
 INTERNAL void options_init(void);
 INTERNAL void options_print(FILE *f);
+
+/* ------------------------------------------------------------- numa.c */
+
+/*
+ * The NUMA topology (numa.c has where it comes from). Node ids are the
+ * kernel's, below NUMA_MAX_NODES (struct slab's tag is 4 bits); nr_nodes
+ * 1 is NUMA off: numa_on() is one load, and every NUMA path tests it.
+ */
+#define NUMA_MAX_NODES 16
+#define NUMA_MAX_CPUS 4096
+struct numa_topology {
+	unsigned int nr_nodes;	/* ids 0 .. nr_nodes - 1 (1: off) */
+	unsigned int mem_nodes; /* of them, nodes with memory */
+	uint32_t mem_mask;	/* bit n: node n has memory (and the program's policy allows it) */
+	bool fake;		/* USLAB_NUMA_FAKE: tags only, memory on real node 0 */
+	bool real;		/* read from sysfs */
+	bool mbind;		/* arenas placed with mbind (the program binds nothing itself) */
+	uint8_t nr_order[NUMA_MAX_NODES];
+	/* order[n]: the nodes with memory by distance from n, nearest first (n first if it has) */
+	uint8_t order[NUMA_MAX_NODES][NUMA_MAX_NODES];
+	uint8_t distance[NUMA_MAX_NODES][NUMA_MAX_NODES]; /* sysfs's (10: local) */
+	uint8_t cpu_mem[NUMA_MAX_CPUS];			  /* each CPU's memory node */
+};
+INTERNAL extern struct numa_topology numa_topo;
+INTERNAL int numa_fake_parse(const char *s);
+INTERNAL void numa_init(void);
+INTERNAL unsigned int numa_node_self_slow(void);
+INTERNAL unsigned int numa_node_of_cpu(unsigned int cpu);
+/*
+ * numa_place - ask the kernel to place [@p, @p + @len) on @node (MPOL_PREFERRED;
+ * a fake node on real node 0); nothing with NUMA off or when the program
+ * binds its memory itself. Best effort.
+ */
+INTERNAL void numa_place(void *p, size_t len, unsigned int node);
+
+static inline bool numa_on(void)
+{
+	return __builtin_expect(numa_topo.nr_nodes > 1, 0);
+}
+
+/* The memory node of the CPU the calling thread runs on now (0 with NUMA off). */
+static inline unsigned int numa_node_self(void)
+{
+	return numa_on() ? numa_node_self_slow() : 0;
+}
+
+/* Whether @node is one uslab can place memory on. */
+static inline bool numa_node_ok(unsigned int node)
+{
+	return node < numa_topo.nr_nodes && (numa_topo.mem_mask >> node & 1);
+}
 
 /* --------------------------------------------------------- failslab.c */
 

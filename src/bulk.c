@@ -247,6 +247,8 @@ size_t uslab_priv_alloc_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 	}
 	if (!c->sheaf_capacity || c->debug || !(p = pcs_self(c)))
 		goto direct; /* (a debug cache: checked on the way out of its slabs) */
+	if (cache_numa(c))
+		pcs_numa_sync(c, p); /* main serves the node this thread runs on */
 
 	thread_lock_self();
 	pcs_fit_bulk(c, p, n);	  /* a request larger than a sheaf: grow them */
@@ -295,6 +297,11 @@ static void free_to_cache(struct uslab_cache *c, size_t n, void **objs)
 	size_t i = 0;
 
 	if ((slots = pcs_yield_to_percpu(c))) {
+		/* NUMA: other nodes' objects home, each (cpu_sheaves.c); holes left. */
+		if (cache_numa(c))
+			for (size_t k = 0; k < n; k++)
+				if (objs[k] && percpu_free_remote(c, objs[k]))
+					objs[k] = NULL;
 		/* The holes out first: the CPU's sheaf takes a run of objects. */
 		size_t m = squeeze(objs, n);
 
@@ -310,6 +317,17 @@ static void free_to_cache(struct uslab_cache *c, size_t n, void **objs)
 	if (!c->sheaf_capacity || c->debug || !(p = pcs_self(c))) {
 		cache_free_objects(c, objs, n, usl_opt.lookahead); /* (checks a debug cache's) */
 		return;
+	}
+	if (cache_numa(c)) {
+		/* Other nodes' objects on their way home (thread_sheaves.c, "NUMA"); holes left. */
+		unsigned int nid = pcs_numa_sync(c, p);
+
+		for (size_t k = 0; k < n; k++) {
+			if (objs[k] && os_slab_lookup(objs[k])->node != nid) {
+				pcs_numa_remote(c, p, objs[k]);
+				objs[k] = NULL;
+			}
+		}
 	}
 	thread_lock_self();
 	pcs_fit_bulk(c, p, n);	   /* a request larger than a sheaf: grow them */

@@ -172,10 +172,63 @@ void uslab_priv_double_free(struct uslab_cache *c, const void *obj)
 	usl_bug(c, obj, "double free (the object carries the free key: it is free already)");
 }
 
+/* The mapping of nodes 1 .. @nr - 1: their lists, then their barns. */
+static size_t nodes_bytes(unsigned int nr)
+{
+	_Static_assert(sizeof(struct node) % _Alignof(struct barn) == 0,
+		       "barns aligned after nodes");
+	return ALIGN_UP((nr - 1) * (sizeof(struct node) + sizeof(struct barn)), PAGE_SIZE);
+}
+
+static void node_init(struct uslab_cache *c, struct node *n, unsigned int id)
+{
+	ulock_setup(&n->lock, LOCK_NODE);
+	list_init(&n->partial);
+	list_init(&n->full);
+	n->cache = c;
+	n->id = id;
+}
+
+/*
+ * cache_nodes_setup - @c's node lists: node 0's in the descriptor, and
+ * with NUMA on one more per node beside it (one mapping, given back by
+ * cache_nodes_release() when the cache goes). Return: 0, or -ENOMEM.
+ */
+static int cache_nodes_setup(struct uslab_cache *c)
+{
+	unsigned int nr = numa_topo.nr_nodes;
+
+	node_init(c, &c->node, 0);
+	c->nr_nodes = 1;
+	c->node_more = NULL;
+	c->barn_more = NULL;
+	if (nr > 1) {
+		c->node_more = os_mmap(nodes_bytes(nr));
+		if (!c->node_more)
+			return -ENOMEM;
+		c->barn_more = (struct barn *)(void *)(c->node_more + (nr - 1));
+		for (unsigned int i = 1; i < nr; i++)
+			node_init(c, &c->node_more[i - 1], i);
+		c->nr_nodes = nr;
+	}
+	return 0;
+}
+
+/* The node lists and barns beyond node 0 go (cache_delete: every slab given back). */
+void cache_nodes_release(struct uslab_cache *c)
+{
+	if (c->node_more)
+		os_munmap(c->node_more, nodes_bytes(c->nr_nodes));
+	c->node_more = NULL;
+	c->barn_more = NULL;
+	c->nr_nodes = 1;
+}
+
 /*
  * cache_setup - lay out @c (the alignment its flags and the debug tier
  * ask for, then slab_geometry_init()) and initialise its descriptor.
- * Return: 0, or -EINVAL when no layout can serve it.
+ * Return: 0, -EINVAL when no layout can serve it, or -ENOMEM (the node
+ * lists of a NUMA machine could not be mapped).
  */
 int cache_setup(struct uslab_cache *c, const char *name, size_t size, size_t align,
 		void (*ctor)(void *), unsigned int flags, unsigned int min_partial,
@@ -255,10 +308,7 @@ int cache_setup(struct uslab_cache *c, const char *name, size_t size, size_t ali
 	c->id = -1;
 	c->hot.pcs_off = c->pcs_lib = 0;
 	c->magic = CACHE_MAGIC_LIVE;
-	ulock_setup(&c->node.lock, LOCK_NODE);
-	list_init(&c->node.partial);
-	list_init(&c->node.full);
-	return 0;
+	return cache_nodes_setup(c);
 }
 
 int cache_bootstrap(void)
@@ -296,12 +346,13 @@ static inline bool slab_is_empty(const struct slab *s)
 static void node_check(struct node *n)
 {
 #if USLAB_EXPENSIVE
-	struct uslab_cache *c = list_entry(n, struct uslab_cache, node); /* (any member) */
+	struct uslab_cache *c = n->cache;
 	unsigned long np = 0, ne = 0, nf = 0, nfree = 0, nobj = 0;
 	struct slab *s;
 
 	list_for_each_entry(s, &n->partial, list) {
-		USLAB_ASSERT_EXPENSIVE(s->state == SLAB_PARTIAL && s->cache == c);
+		USLAB_ASSERT_EXPENSIVE(s->state == SLAB_PARTIAL && s->cache == c &&
+				       s->node == n->id);
 		USLAB_ASSERT_EXPENSIVE(s->nfree <= s->bump && s->bump <= s->objects);
 		np++;
 		ne += slab_is_empty(s);
@@ -447,7 +498,7 @@ unsigned long cache_release_slabs_now(struct slab *s)
  */
 static void slab_discard(struct uslab_cache *c, struct slab *s, struct slab **release)
 {
-	struct node *n = &c->node;
+	struct node *n = cache_node(c, s->node);
 
 	USLAB_ASSERT_HELD(&n->lock);
 	USLAB_ASSERT(s->cache == c && slab_is_empty(s));
@@ -473,8 +524,8 @@ static void slab_discard(struct uslab_cache *c, struct slab *s, struct slab **re
 static void slab_put_group(struct uslab_cache *c, struct detached_freelist *df,
 			   struct slab **release)
 {
-	struct node *n = &c->node;
 	struct slab *s = df->slab;
+	struct node *n = cache_node(c, s->node);
 	unsigned int inuse = s->bump - s->nfree;
 
 	USLAB_ASSERT_HELD(&n->lock);
@@ -512,26 +563,33 @@ static void slab_put_group(struct uslab_cache *c, struct detached_freelist *df,
 }
 
 /*
- * Hand @df[0..nd) to their slabs, one lock acquisition per run of groups
- * of one cache: first the loads of every slab's array are started, then
- * the groups are put (the misses overlap instead of following each other).
+ * Hand @df[0..nd) to their slabs, one lock acquisition per cache and node
+ * among them (a kfree_bulk() array may mix caches, a consumer's frees
+ * nodes): first the loads of every slab's array are started, then the
+ * groups are put (the misses overlap instead of following each other).
  */
+_Static_assert(FREE_GROUPS <= 32, "one bit per group");
 static void node_put_groups(struct detached_freelist *df, unsigned int nd, struct slab **release)
 {
-	unsigned int i = 0;
+	uint32_t left = nd >= 32 ? ~0u : (1u << nd) - 1;
 
-	while (i < nd) {
+	while (left) {
+		unsigned int i = (unsigned int)__builtin_ctz(left);
 		struct uslab_cache *c = df[i].slab->cache;
-		unsigned int end = i + 1;
+		unsigned int nid = df[i].slab->node;
+		struct node *n = cache_node(c, nid);
+		uint32_t run = 0;
 
-		while (end < nd && df[end].slab->cache == c)
-			end++;
-		ulock_lock(&c->node.lock);
-		for (unsigned int j = i; j < end; j++)
-			slab_prefetch_push(c, df[j].slab);
-		for (; i < end; i++)
-			slab_put_group(c, &df[i], release);
-		ulock_unlock(&c->node.lock);
+		for (unsigned int j = i; j < nd; j++)
+			if ((left >> j & 1) && df[j].slab->cache == c && df[j].slab->node == nid)
+				run |= 1u << j;
+		left &= ~run;
+		ulock_lock(&n->lock);
+		for (uint32_t r = run; r; r &= r - 1)
+			slab_prefetch_push(c, df[__builtin_ctz(r)].slab);
+		for (uint32_t r = run; r; r &= r - 1)
+			slab_put_group(c, &df[__builtin_ctz(r)], release);
+		ulock_unlock(&n->lock);
 	}
 }
 
@@ -606,121 +664,171 @@ void cache_free_checked(struct uslab_cache *c, void **p, size_t n)
 }
 
 /*
- * node_refill - take up to @want free objects of @c's slabs into @dst.
+ * node_take - take free objects of @n's partial slabs into @dst[@got..@want).
  *
- * Partial slabs first: under the node lock each slab's whole freelist is
- * detached in O(1) (split only if it holds more than is wanted) and its
- * never-used objects are carved; the detached lists are walked after the
- * lock is dropped. Then new slabs from os.c, carved without any lock and
- * published with their leftover on the partial list.
- *
- * Return: objects stored in @dst (poisoned for ASan); fewer than @want,
- * and errno ENOMEM, only when the OS refused memory.
+ * Under the node lock each slab's whole freelist is detached in O(1)
+ * (split only if it holds more than is wanted) and its never-used objects
+ * are carved, up to REFILL_LISTS slabs; the detached lists are walked
+ * after the lock is dropped. *@exhausted: the partial list is empty now.
+ * Return: @got plus the objects taken.
  */
-unsigned int node_refill(struct uslab_cache *c, void **dst, unsigned int want, bool hand_out)
+static unsigned int node_take(struct uslab_cache *c, struct node *n, void **dst, unsigned int got,
+			      unsigned int want, bool *exhausted)
 {
 	struct {
 		struct slab *s;
 		void *head;
 		unsigned int cnt, off;
 	} lists[REFILL_LISTS];
-	struct node *n = &c->node;
-	unsigned int got = 0;
+	unsigned int nl = 0;
 
-	while (got < want) {
-		unsigned int nl = 0;
-		bool exhausted;
+	ulock_lock(&n->lock);
+	while (got < want && nl < REFILL_LISTS && !list_empty(&n->partial)) {
+		struct slab *s = list_first_entry(&n->partial, struct slab, list);
+		unsigned int room = want - got, took;
+		bool was_empty = slab_is_empty(s);
 
-		ulock_lock(&n->lock);
-		while (got < want && nl < REFILL_LISTS && !list_empty(&n->partial)) {
-			struct slab *s = list_first_entry(&n->partial, struct slab, list);
-			unsigned int room = want - got, took;
-			bool was_empty = slab_is_empty(s);
+		USLAB_ASSERT(s->state == SLAB_PARTIAL && s->cache == c && s->node == n->id);
+		slab_assert_counts(s);
 
-			USLAB_ASSERT(s->state == SLAB_PARTIAL && s->cache == c);
-			slab_assert_counts(s);
-
-			if (c->layout != USLAB_LAYOUT_FREEPTR) {
-				/* An index stack: no object to read, take them here. */
-				took = s->nfree < room ? s->nfree : room;
-				slab_pop_indices(c, s, dst + got, took);
-			} else if (s->nfree <= room) {
-				if (s->nfree) {
-					lists[nl].s = s;
-					lists[nl].head = s->freelist;
-					lists[nl].cnt = s->nfree;
-					lists[nl].off = got;
-					nl++;
-				}
-				took = s->nfree;
-				s->freelist = NULL;
-				s->nfree = 0;
-			} else {
-				/* More free objects than room: split here. */
-				s->freelist = slab_walk(c, s, s->freelist, room, dst + got);
-				s->nfree -= room;
-				took = room;
+		if (c->layout != USLAB_LAYOUT_FREEPTR) {
+			/* An index stack: no object to read, take them here. */
+			took = s->nfree < room ? s->nfree : room;
+			slab_pop_indices(c, s, dst + got, took);
+		} else if (s->nfree <= room) {
+			if (s->nfree) {
+				lists[nl].s = s;
+				lists[nl].head = s->freelist;
+				lists[nl].cnt = s->nfree;
+				lists[nl].off = got;
+				nl++;
 			}
-			got += took;
-			if (got < want) {
-				unsigned int k = slab_carve(c, s, dst + got, want - got);
-				got += k;
-				took += k;
-			}
-			slab_assert_counts(s);
-			USLAB_ASSERT(n->nr_free >= took && (!was_empty || !took || n->nr_empty));
-			n->nr_free -= took;
-			if (was_empty && took)
-				n->nr_empty--;
-			if (!s->nfree && s->bump == s->objects) {
-				/* PARTIAL -> FULL */
-				partial_del(n, s);
-				full_add(n, s);
-			}
-			node_assert_counts(n);
-		}
-		exhausted = list_empty(&n->partial);
-		ulock_unlock(&n->lock);
-
-		for (unsigned int i = 0; i < nl; i++) {
-			void *rest = slab_walk(c, lists[i].s, lists[i].head, lists[i].cnt,
-					       dst + lists[i].off);
-
-			if (unlikely(rest))
-				usl_bug(c, rest, "freelist of slab %p longer than its count %u",
-					(void *)lists[i].s->base, lists[i].cnt);
-		}
-		if (got == want || !exhausted)
-			continue;
-
-		void *arr = NULL;
-		struct slab *s;
-
-		if (c->offslab && !(arr = cache_alloc_direct(c->offslab)))
-			break;
-		s = os_slab_alloc(c->order);
-		if (!s) {
-			if (arr)
-				cache_free_direct(c->offslab, arr);
-			break;
-		}
-		slab_setup(c, s, arr);
-		got += slab_carve(c, s, dst + got, want - got);
-		USLAB_ASSERT(s->state == SLAB_NEW && !s->nfree && s->bump);
-		ulock_lock(&n->lock);
-		n->nr_slabs++;
-		n->nr_objects += s->objects;
-		node_stat(n, USLAB_STAT_SLAB_NEW);
-		if (s->bump < s->objects) {
-			/* NEW -> PARTIAL, at the head: its pages are warm */
-			n->nr_free += s->objects - s->bump;
-			partial_add(n, s, false);
+			took = s->nfree;
+			s->freelist = NULL;
+			s->nfree = 0;
 		} else {
-			/* NEW -> FULL */
+			/* More free objects than room: split here. */
+			s->freelist = slab_walk(c, s, s->freelist, room, dst + got);
+			s->nfree -= room;
+			took = room;
+		}
+		got += took;
+		if (got < want) {
+			unsigned int k = slab_carve(c, s, dst + got, want - got);
+			got += k;
+			took += k;
+		}
+		slab_assert_counts(s);
+		USLAB_ASSERT(n->nr_free >= took && (!was_empty || !took || n->nr_empty));
+		n->nr_free -= took;
+		if (was_empty && took)
+			n->nr_empty--;
+		if (!s->nfree && s->bump == s->objects) {
+			/* PARTIAL -> FULL */
+			partial_del(n, s);
 			full_add(n, s);
 		}
 		node_assert_counts(n);
-		ulock_unlock(&n->lock);
+	}
+	*exhausted = list_empty(&n->partial);
+	ulock_unlock(&n->lock);
+
+	for (unsigned int i = 0; i < nl; i++) {
+		void *rest =
+			slab_walk(c, lists[i].s, lists[i].head, lists[i].cnt, dst + lists[i].off);
+
+		if (unlikely(rest))
+			usl_bug(c, rest, "freelist of slab %p longer than its count %u",
+				(void *)lists[i].s->base, lists[i].cnt);
+	}
+	return got;
+}
+
+/*
+ * node_grow - a new slab of @c on node @n->id, carved into @dst[@got..@want)
+ * without any lock, published with its leftover on the partial list.
+ * Return: @got plus the objects carved; @got (errno ENOMEM) if the OS
+ * refused memory.
+ */
+static unsigned int node_grow(struct uslab_cache *c, struct node *n, void **dst, unsigned int got,
+			      unsigned int want)
+{
+	void *arr = NULL;
+	struct slab *s;
+
+	if (c->offslab && !(arr = cache_alloc_direct(c->offslab)))
+		return got;
+	s = os_slab_alloc(c->order, n->id);
+	if (!s) {
+		if (arr)
+			cache_free_direct(c->offslab, arr);
+		return got;
+	}
+	slab_setup(c, s, arr);
+	got += slab_carve(c, s, dst + got, want - got);
+	USLAB_ASSERT(s->state == SLAB_NEW && !s->nfree && s->bump && s->node == n->id);
+	ulock_lock(&n->lock);
+	n->nr_slabs++;
+	n->nr_objects += s->objects;
+	node_stat(n, USLAB_STAT_SLAB_NEW);
+	if (s->bump < s->objects) {
+		/* NEW -> PARTIAL, at the head: its pages are warm */
+		n->nr_free += s->objects - s->bump;
+		partial_add(n, s, false);
+	} else {
+		/* NEW -> FULL */
+		full_add(n, s);
+	}
+	node_assert_counts(n);
+	ulock_unlock(&n->lock);
+	return got;
+}
+
+/*
+ * node_refill - take up to @want free objects of @c's slabs into @dst.
+ * @hand_out: the debug tier checks and marks them as handed out.
+ * @req:      the node: USLAB_NUMA_NO_NODE (the caller's), or a node with
+ *            memory, USLAB_NODE_STRICT or'd in for that node or nothing.
+ *
+ * The node's partial slabs first (node_take), then new slabs on that node
+ * (node_grow). Only when the OS refuses a new slab, and the request is
+ * not strict, the other nodes' partial slabs, nearest first: a slab is
+ * never taken from another node while its own can grow, as SLUB's
+ * get_any_partial() is rarely reached.
+ *
+ * Return: objects stored in @dst (poisoned for ASan); fewer than @want,
+ * and errno ENOMEM, only when the OS refused memory (or the strict node
+ * has none).
+ */
+unsigned int node_refill(struct uslab_cache *c, void **dst, unsigned int want, bool hand_out,
+			 int req)
+{
+	unsigned int nid = req < 0 ? numa_node_self() : NODE_ID(req);
+	struct node *n = cache_node(c, nid);
+	unsigned int got = 0, was;
+	bool exhausted;
+
+	while (got < want) {
+		got = node_take(c, n, dst, got, want, &exhausted);
+		if (got == want || !exhausted)
+			continue;
+		was = got;
+		got = node_grow(c, n, dst, got, want);
+		if (got == was)
+			break;
+	}
+	if (unlikely(got < want) && c->nr_nodes > 1 && !NODE_STRICT(req)) {
+		/* No memory for a slab on @nid: what the others have, nearest first. */
+		for (unsigned int k = 0; k < numa_topo.nr_order[nid] && got < want; k++) {
+			struct node *o = cache_node(c, numa_topo.order[nid][k]);
+
+			if (o == n)
+				continue;
+			do
+				got = node_take(c, o, dst, got, want, &exhausted);
+			while (got < want && !exhausted);
+			node_stat(n, USLAB_STAT_NUMA_FALLBACK);
+		}
 	}
 	if (unlikely(c->debug) && got && hand_out)
 		slab_debug_alloc(c, dst, got); /* checked and marked as they are handed out */
@@ -759,6 +867,15 @@ void cache_free_objects(struct uslab_cache *c, void **p, size_t n, unsigned int 
  */
 unsigned int cache_refill(struct uslab_cache *c, void **dst, unsigned int want)
 {
+	return cache_refill_node(c, dst, want, USLAB_NUMA_NO_NODE);
+}
+
+/*
+ * cache_refill_node - cache_refill() from node request @req (node_refill()
+ * has its forms; a pool's loose array serves any node first).
+ */
+unsigned int cache_refill_node(struct uslab_cache *c, void **dst, unsigned int want, int req)
+{
 	unsigned int got = 0;
 
 	if (c->flags & USLAB_POOL) {
@@ -768,7 +885,7 @@ unsigned int cache_refill(struct uslab_cache *c, void **dst, unsigned int want)
 			return got;
 		}
 	}
-	return got + node_refill(c, dst + got, want - got, true);
+	return got + node_refill(c, dst + got, want - got, true, req);
 }
 
 /*
@@ -779,7 +896,7 @@ unsigned int cache_refill(struct uslab_cache *c, void **dst, unsigned int want)
 unsigned int cache_refill_free(struct uslab_cache *c, void **dst, unsigned int want)
 {
 	USLAB_ASSERT(c->debug && !(c->flags & USLAB_POOL));
-	return node_refill(c, dst, want, false);
+	return node_refill(c, dst, want, false, USLAB_NUMA_NO_NODE);
 }
 
 /* One object without sheaves: uslab's metadata and sheaf-less caches. */
@@ -799,10 +916,9 @@ void cache_free_direct(struct uslab_cache *c, void *obj)
 	cache_free_objects(c, &obj, 1, 0);
 }
 
-/* Give every empty slab of @c back to the OS, ignoring min_partial. */
-void cache_shrink_node(struct uslab_cache *c)
+/* Give every empty slab of node @n of @c back to the OS, ignoring min_partial. */
+static void node_shrink(struct uslab_cache *c, struct node *n)
 {
-	struct node *n = &c->node;
 	struct slab *release = NULL;
 	struct list_node *pos, *tmp;
 
@@ -819,6 +935,13 @@ void cache_shrink_node(struct uslab_cache *c)
 	USLAB_ASSERT(!n->nr_empty);
 	ulock_unlock(&n->lock);
 	release_slabs(release);
+}
+
+/* Give every empty slab of @c back to the OS, ignoring min_partial. */
+void cache_shrink_node(struct uslab_cache *c)
+{
+	for (unsigned int nid = 0; nid < c->nr_nodes; nid++)
+		node_shrink(c, cache_node(c, nid));
 }
 
 /* Fold a thread's event counters into the node (the thread drains). */
@@ -846,24 +969,39 @@ void cache_add_events(struct uslab_cache *c, const uint64_t *ev)
  * the caller found in sheaves. Each problem is one line on stderr.
  * Return: the number found.
  */
+static unsigned long node_validate(struct uslab_cache *c, struct node *n, uint64_t *seen,
+				   void *const *held, size_t nheld);
+
 unsigned long cache_validate_node(struct uslab_cache *c, void *const *held, size_t nheld)
 {
 	size_t bytes = ALIGN_UP(ALIGN_UP((size_t)c->objects, 64) / 8, PAGE_SIZE);
 	uint64_t *seen = os_mmap(bytes + HELD_LINES_BYTES);
-	unsigned long errors = 0, partial = 0, empty = 0, nfree = 0;
-	struct node *n = &c->node;
+	unsigned long errors = 0;
 	struct usl_lines lines;
-	struct slab *s;
 
 	if (!seen) {
 		usl_warn("validate %s: no memory for the check", c->name);
 		return 1;
 	}
 	usl_lines_hold(&lines, (char *)seen + bytes, HELD_LINES_BYTES); /* written unlocked */
+	for (unsigned int nid = 0; nid < c->nr_nodes; nid++)
+		errors += node_validate(c, cache_node(c, nid), seen, held, nheld);
+	usl_lines_release(&lines);
+	os_munmap(seen, bytes + HELD_LINES_BYTES);
+	return errors;
+}
+
+/* cache_validate_node()'s check of node @n of @c. Return: the problems found. */
+static unsigned long node_validate(struct uslab_cache *c, struct node *n, uint64_t *seen,
+				   void *const *held, size_t nheld)
+{
+	unsigned long errors = 0, partial = 0, empty = 0, nfree = 0;
+	struct slab *s;
+
 	ulock_lock(&n->lock);
 	list_for_each_entry(s, &n->partial, list) {
 		if (s->state != SLAB_PARTIAL || s->cache != c || s->objects != c->objects ||
-		    s->nfree > s->bump || s->bump > s->objects) {
+		    s->node != n->id || s->nfree > s->bump || s->bump > s->objects) {
 			bad(c, "slab %p: state %u, counts %u <= %u <= %u broken", (void *)s->base,
 			    (unsigned int)s->state, s->nfree, s->bump, (unsigned int)s->objects);
 			continue;
@@ -880,20 +1018,46 @@ unsigned long cache_validate_node(struct uslab_cache *c, void *const *held, size
 	}
 	if (partial != n->nr_partial || empty != n->nr_empty || nfree != n->nr_free ||
 	    n->nr_partial > n->nr_slabs)
-		bad(c, "node counters: %lu partial (%lu counted), %lu empty (%lu), %lu free (%lu)",
-		    n->nr_partial, partial, n->nr_empty, empty, n->nr_free, nfree);
+		bad(c,
+		    "node %u counters: %lu partial (%lu counted), %lu empty (%lu), %lu free (%lu)",
+		    n->id, n->nr_partial, partial, n->nr_empty, empty, n->nr_free, nfree);
 	ulock_unlock(&n->lock);
-	usl_lines_release(&lines);
-	os_munmap(seen, bytes + HELD_LINES_BYTES);
 	return errors;
 }
 
-/* The node's part of uslab_cache_stats(): slab counts and its events. */
-/* Return: the usable bytes of its one-object slabs' objects (read with the counts). */
+/*
+ * The nodes' part of uslab_cache_stats(): slab counts and events, summed
+ * over @c's nodes (each read under its lock).
+ * Return: the usable bytes of its one-object slabs' objects (read with the counts).
+ */
 uint64_t cache_node_stats(struct uslab_cache *c, struct uslab_cache_stats *st)
 {
-	struct node *n = &c->node;
-	uint64_t single;
+	uint64_t single = 0;
+
+	st->num_slabs = st->num_objs = st->active_objs = st->active_slabs = st->partial_slabs = 0;
+	for (int i = 0; i < USLAB_STAT_NR_ITEMS; i++)
+		st->events[i] = 0;
+	for (unsigned int nid = 0; nid < c->nr_nodes; nid++) {
+		struct node *n = cache_node(c, nid);
+
+		ulock_lock(&n->lock);
+		st->num_slabs += n->nr_slabs;
+		st->num_objs += n->nr_objects;
+		st->active_objs += n->nr_objects - n->nr_free;
+		st->active_slabs += n->nr_slabs - n->nr_empty;
+		st->partial_slabs += n->nr_partial;
+		for (int i = 0; i < USLAB_STAT_NR_ITEMS; i++)
+			st->events[i] += n->ev[i];
+		single += n->single_bytes;
+		ulock_unlock(&n->lock);
+	}
+	return single;
+}
+
+/* Node @nid's slab counts of @c (uslab_cache_node_stats()); @nid < c->nr_nodes. */
+void cache_node_counts(struct uslab_cache *c, unsigned int nid, struct uslab_node_stats *st)
+{
+	struct node *n = cache_node(c, nid);
 
 	ulock_lock(&n->lock);
 	st->num_slabs = n->nr_slabs;
@@ -901,11 +1065,9 @@ uint64_t cache_node_stats(struct uslab_cache *c, struct uslab_cache_stats *st)
 	st->active_objs = n->nr_objects - n->nr_free;
 	st->active_slabs = n->nr_slabs - n->nr_empty;
 	st->partial_slabs = n->nr_partial;
-	for (int i = 0; i < USLAB_STAT_NR_ITEMS; i++)
-		st->events[i] = n->ev[i];
-	single = n->single_bytes;
+	st->remote_frees = n->ev[USLAB_STAT_NUMA_REMOTE_FREE];
+	st->fallbacks = n->ev[USLAB_STAT_NUMA_FALLBACK];
 	ulock_unlock(&n->lock);
-	return single;
 }
 
 /* ------------------------------------------------ one-object slabs */
@@ -926,7 +1088,7 @@ uint64_t cache_node_stats(struct uslab_cache *c, struct uslab_cache_stats *st)
 /* Count @s (NEW, its one object handed out) in @c's node and publish it FULL. */
 void cache_slab_add_single(struct uslab_cache *c, struct slab *s)
 {
-	struct node *n = &c->node;
+	struct node *n = cache_node(c, s->node);
 
 	USLAB_ASSERT(s->state == SLAB_NEW && !s->cache && s->objects == 1);
 	ulock_lock(&n->lock);
@@ -943,7 +1105,7 @@ void cache_slab_add_single(struct uslab_cache *c, struct slab *s)
 /* Give a one-object slab back to os.c, its object freed (FULL -> FREE). */
 void cache_slab_drop_single(struct slab *s)
 {
-	struct node *n = &s->cache->node;
+	struct node *n = cache_node(s->cache, s->node);
 
 	USLAB_ASSERT(s->cache->objects == 1 && s->state == SLAB_FULL);
 	ulock_lock(&n->lock);
@@ -964,7 +1126,7 @@ void cache_slab_drop_single(struct slab *s)
 /* A one-object slab's object now has @bytes usable (krealloc in place): counted. */
 void cache_slab_resize_single(struct slab *s, uint64_t bytes)
 {
-	struct node *n = &s->cache->node;
+	struct node *n = cache_node(s->cache, s->node);
 
 	USLAB_ASSERT(s->cache->objects == 1 && s->state == SLAB_FULL);
 	ulock_lock(&n->lock);
@@ -1011,21 +1173,31 @@ void *cache_guard_alloc(struct uslab_cache *c)
  */
 unsigned long cache_release_all(struct uslab_cache *c)
 {
-	struct node *n = &c->node;
 	struct slab *release = NULL;
-	unsigned long live;
+	unsigned long live = 0;
+	unsigned int nid;
 
-	ulock_lock(&n->lock);
-	live = n->nr_objects - n->nr_free;
-	if (!live) {
-		/* Nothing is allocated, so every slab is on the partial list, empty. */
-		USLAB_ASSERT(n->nr_empty == n->nr_partial && n->nr_partial == n->nr_slabs);
-		while (!list_empty(&n->partial)) {
-			n->nr_empty--;
-			slab_discard(c, list_first_entry(&n->partial, struct slab, list), &release);
-		}
+	/* Every node's lock, in id order, so that no object moves between the count and the release. */
+	for (nid = 0; nid < c->nr_nodes; nid++) {
+		struct node *n = cache_node(c, nid);
+
+		ulock_lock(&n->lock);
+		live += n->nr_objects - n->nr_free;
 	}
-	ulock_unlock(&n->lock);
+	while (nid--) {
+		struct node *n = cache_node(c, nid);
+
+		if (!live) {
+			/* Nothing is allocated, so every slab is on the partial list, empty. */
+			USLAB_ASSERT(n->nr_empty == n->nr_partial && n->nr_partial == n->nr_slabs);
+			while (!list_empty(&n->partial)) {
+				n->nr_empty--;
+				slab_discard(c, list_first_entry(&n->partial, struct slab, list),
+					     &release);
+			}
+		}
+		ulock_unlock(&n->lock);
+	}
 	release_slabs(release);
 	return live;
 }
@@ -1033,20 +1205,24 @@ unsigned long cache_release_all(struct uslab_cache *c)
 /* The leak report of a debug cache's destroy: every live object, a line each (up to 100). */
 void cache_list_live(struct uslab_cache *c)
 {
-	struct list_node *lists[2] = { &c->node.partial, &c->node.full };
 	unsigned long budget = 100, live = 0;
 	char *buf = os_mmap(HELD_LINES_BYTES); /* NULL: the lines go out at once */
 	struct usl_lines lines;
 	struct slab *s;
 
 	usl_lines_hold(&lines, buf, HELD_LINES_BYTES); /* written unlocked */
-	ulock_lock(&c->node.lock);
-	for (int i = 0; i < 2; i++) {
-		list_for_each_entry(s, lists[i], list) {
-			live += slab_debug_list_live(c, s, &budget);
+	for (unsigned int nid = 0; nid < c->nr_nodes; nid++) {
+		struct node *n = cache_node(c, nid);
+		struct list_node *lists[2] = { &n->partial, &n->full };
+
+		ulock_lock(&n->lock);
+		for (int i = 0; i < 2; i++) {
+			list_for_each_entry(s, lists[i], list) {
+				live += slab_debug_list_live(c, s, &budget);
+			}
 		}
+		ulock_unlock(&n->lock);
 	}
-	ulock_unlock(&c->node.lock);
 	usl_lines_release(&lines);
 	if (buf)
 		os_munmap(buf, HELD_LINES_BYTES);

@@ -10,17 +10,24 @@
 
 /* ------------------------------------------------------------ cache.c */
 
-/* The node: a cache's slab lists (one node: the machine is not NUMA). */
+/*
+ * The node: a cache's slab lists on one NUMA node. A cache has one per
+ * node (cache_node()): node 0's in its descriptor, the others beside it
+ * when NUMA is on (numa.c). Each slab is on the lists of its own node
+ * (struct slab.node); a pool's loose array is node 0's.
+ */
 struct node {
 	struct ulock lock;
-	struct list_node partial; /* PARTIAL slabs (struct slab.list) */
-	struct list_node full;	  /* debug caches: FULL slabs (struct slab.list) */
-	unsigned long nr_partial; /* slabs on the partial list */
-	unsigned long nr_empty;	  /* of those, slabs with no object in use */
-	unsigned long nr_slabs;	  /* slabs owned */
-	unsigned long nr_objects; /* objects those slabs hold */
-	unsigned long nr_free;	  /* free objects in slabs (lists and bump) */
-	uint64_t single_bytes;	  /* one-object slabs: their objects' usable bytes */
+	struct uslab_cache *cache; /* whose (the checks) */
+	unsigned int id;	   /* its NUMA node */
+	struct list_node partial;  /* PARTIAL slabs (struct slab.list) */
+	struct list_node full;	   /* debug caches: FULL slabs (struct slab.list) */
+	unsigned long nr_partial;  /* slabs on the partial list */
+	unsigned long nr_empty;	   /* of those, slabs with no object in use */
+	unsigned long nr_slabs;	   /* slabs owned */
+	unsigned long nr_objects;  /* objects those slabs hold */
+	unsigned long nr_free;	   /* free objects in slabs (lists and bump) */
+	uint64_t single_bytes;	   /* one-object slabs: their objects' usable bytes */
 	/* Pools (USLAB_POOL): free objects kept as pointers, before the slabs. */
 	void **loose;	  /* os_mmap'd array of loose_cap pointers, or NULL */
 	size_t nr_loose;  /* objects in it */
@@ -31,8 +38,10 @@ struct node {
 
 struct barn {
 	struct ulock lock;
-	struct sheaf *full;  /* stack of full sheaves */
-	struct sheaf *empty; /* stack of empty sheaves */
+	struct uslab_cache *cache; /* whose (barn_init) */
+	unsigned int node;	   /* the NUMA node whose objects its sheaves hold */
+	struct sheaf *full;	   /* stack of full sheaves */
+	struct sheaf *empty;	   /* stack of empty sheaves */
 	unsigned int nr_full;
 	unsigned int nr_empty;
 	unsigned int max_full; /* the depth: also read without the lock */
@@ -117,6 +126,9 @@ struct uslab_cache {
 	unsigned int obj_off;	     /* debug: an object's offset in its slot (left red zone) */
 	unsigned int dbg_off;	     /* debug: struct obj_debug at object + dbg_off */
 	struct uslab_cache *offslab; /* OFFSLAB: the cache of the arrays */
+	struct node *node_more;	     /* nodes 1 .. nr_nodes - 1 (NUMA on), else NULL */
+	struct barn *barn_more;	     /* their barns (in the same mapping) */
+	unsigned int nr_nodes;	     /* its nodes: 1, or numa_topo.nr_nodes */
 	unsigned int sheaf_capacity; /* 0: no sheaves */
 	unsigned int pcpu_users;     /* threads holding per-thread sheaves of it (cpu_sheaves.c) */
 	unsigned int min_partial;
@@ -132,8 +144,39 @@ struct uslab_cache {
 	char name[USLAB_NAME_MAX + 1];
 
 	struct barn barn CACHELINE_ALIGNED;
-	struct node node CACHELINE_ALIGNED;
+	struct node node CACHELINE_ALIGNED; /* node 0's lists: all of them with NUMA off */
 };
+
+/* The lists of @c on NUMA node @nid (< c->nr_nodes). */
+static inline struct node *cache_node(struct uslab_cache *c, unsigned int nid)
+{
+	USLAB_ASSERT(nid < c->nr_nodes);
+	return __builtin_expect(!nid, 1) ? &c->node : &c->node_more[nid - 1];
+}
+
+/*
+ * Whether @c's sheaves keep to one NUMA node (thread_sheaves.c, "NUMA"):
+ * NUMA on, and objects that have a node (an external pool's are in no slab).
+ */
+static inline bool cache_numa(const struct uslab_cache *c)
+{
+	return numa_on() && !(c->flags & USLAB_POOL_EXTERNAL);
+}
+
+/* The barn of @c's NUMA node @nid (< c->nr_nodes): full sheaves of that node's objects. */
+static inline struct barn *cache_barn(struct uslab_cache *c, unsigned int nid)
+{
+	USLAB_ASSERT(nid < c->nr_nodes);
+	return __builtin_expect(!nid, 1) ? &c->barn : &c->barn_more[nid - 1];
+}
+
+/*
+ * A node request of the _node calls (<uslab.h>): USLAB_NUMA_NO_NODE (the
+ * caller's node), or a node id, with USLAB_NODE_STRICT or'd in for that
+ * node's memory or nothing.
+ */
+#define NODE_ID(req) ((unsigned int)(req)&0xffffu)
+#define NODE_STRICT(req) ((req) >= 0 && ((req)&USLAB_NODE_STRICT))
 
 /*
  * The descriptor table (cache.c): every cache created with cache_new() has
@@ -172,6 +215,8 @@ static inline bool cache_is_descriptor(const void *p)
 
 INTERNAL extern struct ulock caches_lock;
 INTERNAL unsigned int cache_refill(struct uslab_cache *c, void **dst, unsigned int want);
+INTERNAL unsigned int cache_refill_node(struct uslab_cache *c, void **dst, unsigned int want,
+					int req);
 INTERNAL unsigned int cache_refill_free(struct uslab_cache *c, void **dst, unsigned int want);
 INTERNAL void cache_free_checked(struct uslab_cache *c, void **p, size_t n);
 INTERNAL void cache_free_objects(struct uslab_cache *c, void **p, size_t n, unsigned int lookahead);
@@ -216,6 +261,8 @@ INTERNAL void cache_list_live(struct uslab_cache *c);
 INTERNAL void cache_for_each(void (*fn)(struct uslab_cache *c, void *arg), void *arg);
 INTERNAL void cache_add_events(struct uslab_cache *c, const uint64_t *ev);
 INTERNAL uint64_t cache_node_stats(struct uslab_cache *c, struct uslab_cache_stats *st);
+INTERNAL void cache_node_counts(struct uslab_cache *c, unsigned int nid,
+				struct uslab_node_stats *st);
 INTERNAL void cache_slab_add_single(struct uslab_cache *c, struct slab *s);
 INTERNAL void cache_slab_drop_single(struct slab *s);
 INTERNAL void cache_slab_resize_single(struct slab *s, uint64_t bytes);

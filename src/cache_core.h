@@ -13,7 +13,8 @@ INTERNAL int cache_setup(struct uslab_cache *c, const char *name, size_t size, s
 			 unsigned int layout, const struct cache_shape *shape);
 INTERNAL void node_free_objects(struct uslab_cache *c, void **p, size_t n, unsigned int lookahead);
 INTERNAL unsigned int node_refill(struct uslab_cache *c, void **dst, unsigned int want,
-				  bool hand_out);
+				  bool hand_out, int req);
+INTERNAL void cache_nodes_release(struct uslab_cache *c);
 
 /* loose.c */
 INTERNAL void loose_put(struct uslab_cache *c, void **p, size_t n);

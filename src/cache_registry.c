@@ -33,13 +33,16 @@ static void cache_list_add(struct uslab_cache *c)
 /*
  * cache_init_internal - set up one of uslab's own metadata caches (static
  * storage, no sheaves: every allocation takes the node lock).
- * Return: 0, or -EINVAL (src/'s convention: a negative errno).
+ * Return: 0, -EINVAL or -ENOMEM (src/'s convention: a negative errno).
  */
 int cache_init_internal(struct uslab_cache *c, const char *name, size_t size)
 {
+	int err;
+
 	memset(c, 0, sizeof(*c));
-	if (cache_setup(c, name, size, 0, NULL, CACHE_INTERNAL, 0, USLAB_LAYOUT_AUTO, NULL))
-		return -EINVAL;
+	err = cache_setup(c, name, size, 0, NULL, CACHE_INTERNAL, 0, USLAB_LAYOUT_AUTO, NULL);
+	if (err)
+		return err;
 	ulock_lock(&caches_lock);
 	cache_list_add(c);
 	ulock_unlock(&caches_lock);
@@ -146,14 +149,16 @@ struct uslab_cache *cache_new(const char *name, size_t size, size_t align, void 
 			      const struct cache_shape *shape)
 {
 	struct uslab_cache *c = desc_alloc();
+	int err;
 
 	if (!c)
 		return NULL;
 	/* (Zeros: a slot is fresh memory, never reused.) */
 	USLAB_ASSERT(!c->magic && !c->retired && !c->hot.pcs_off);
-	if (cache_setup(c, name, size, align, ctor, flags, min_partial, layout, shape)) {
+	err = cache_setup(c, name, size, align, ctor, flags, min_partial, layout, shape);
+	if (err) {
 		cache_delete(c);
-		errno = EINVAL;
+		errno = -err;
 		return NULL;
 	}
 	return c;
@@ -171,9 +176,12 @@ void cache_delete(struct uslab_cache *c)
 	unsigned int n;
 	bool dead = true;
 
-	USLAB_ASSERT(!c->node.nr_slabs && !c->nr_deferred);
+	for (unsigned int nid = 0; nid < c->nr_nodes; nid++)
+		USLAB_ASSERT(!cache_node(c, nid)->nr_slabs);
+	USLAB_ASSERT(!c->nr_deferred);
 	USLAB_ASSERT(cache_is_descriptor(c));
 	loose_forget(c);
+	cache_nodes_release(c);
 	/* A stale handle's fast paths miss, and reach the check. */
 	c->hot.pcs_off = c->pcs_lib = 0;
 	__atomic_store_n(&c->magic, CACHE_MAGIC_DEAD, __ATOMIC_RELEASE);
@@ -247,7 +255,8 @@ void cache_fork_prepare(void)
 		ulock_lock(&c->barn.lock);
 	}
 	list_for_each_entry(c, &caches, list) {
-		ulock_lock(&c->node.lock);
+		for (unsigned int nid = 0; nid < c->nr_nodes; nid++)
+			ulock_lock(&cache_node(c, nid)->lock);
 	}
 }
 
@@ -256,7 +265,8 @@ void cache_fork_parent(void)
 	struct uslab_cache *c;
 
 	list_for_each_entry(c, &caches, list) {
-		ulock_unlock(&c->node.lock);
+		for (unsigned int nid = c->nr_nodes; nid--;)
+			ulock_unlock(&cache_node(c, nid)->lock);
 		ulock_unlock(&c->barn.lock);
 	}
 }
@@ -266,7 +276,8 @@ void cache_fork_child(void)
 	struct uslab_cache *c;
 
 	list_for_each_entry(c, &caches, list) {
-		ulock_init(&c->node.lock);
+		for (unsigned int nid = 0; nid < c->nr_nodes; nid++)
+			ulock_init(&cache_node(c, nid)->lock);
 		ulock_init(&c->barn.lock);
 	}
 }

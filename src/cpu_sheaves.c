@@ -405,6 +405,9 @@ static void slots_put(struct percpu_slot *slots)
  * percpu_enable - give @c per-CPU slots, all empty (percpu_dead): from its
  * next slow path on, every thread's calls of it go through them. Caches
  * without sheaves, pools and uslab's own caches keep per-thread sheaves.
+ * With NUMA on, the inline paths see no slot (pcpu_nr 0: they cannot tell
+ * an object's node) and every call comes to the library, which keeps each
+ * CPU's sheaves to its node's objects (percpu_free()).
  * Context: any; no lock needed (the slots are published with one CAS).
  * Return: whether @c is per CPU now.
  */
@@ -426,14 +429,14 @@ bool percpu_enable(struct uslab_cache *c)
 		slots[i].stop = 0;
 	}
 	/* (Set once, before the slots are published, and never changed.) */
-	c->hot.pcpu_nr = percpu_nr;
+	c->hot.pcpu_nr = cache_numa(c) ? 0 : percpu_nr;
 	if (!__atomic_compare_exchange_n(&c->hot.pcpu, &none, slots, false, __ATOMIC_RELEASE,
 					 __ATOMIC_RELAXED)) {
 		slots_put(slots);
 		return true;
 	}
 	/* The kmalloc paths' way in, by the cache's id (after the slots are the cache's). */
-	if (c->id > 0)
+	if (c->id > 0 && !cache_numa(c))
 		__atomic_store_n(&uslab_priv_pcpu_of_id[c->id], slots, __ATOMIC_RELEASE);
 	return true;
 }
@@ -455,32 +458,32 @@ void percpu_note_user(struct uslab_cache *c, int delta)
 }
 
 /* Give back a sheaf an exchange or a drain took out: full to the barn, objects to slabs. */
-static void pc_release(struct uslab_cache *c, struct uslab_priv_sheaf *psh)
+static void pc_release(struct uslab_cache *c, struct uslab_priv_sheaf *psh, unsigned int nid)
 {
 	struct sheaf *sh = slot_sheaf(psh);
 
 	if (psh == &percpu_dead)
 		return;
 	sh->filler = NULL;
-	if (sh->size == sh->capacity && barn_put_full(&c->barn, sh))
+	if (sh->size == sh->capacity && barn_put_full(cache_barn(c, nid), sh))
 		return;
 	if (sh->size)
 		sheaf_flush(c, sh);
-	if (!barn_put_empty(&c->barn, sh))
+	if (!barn_put_empty(cache_barn(c, nid), sh))
 		sheaf_free(c, sh);
 }
 
-/* A sheaf with objects for @c: a full one from the barn, else one refilled from slabs. */
-static struct sheaf *pc_get_full(struct uslab_cache *c)
+/* A sheaf with objects of node @nid for @c: a full one from its barn, else one refilled from slabs. */
+static struct sheaf *pc_get_full(struct uslab_cache *c, unsigned int nid)
 {
-	struct sheaf *none = NULL, *sh = barn_replace_empty(&c->barn, &none);
+	struct sheaf *none = NULL, *sh = barn_replace_empty(cache_barn(c, nid), &none);
 
 	if (sh)
 		return sh;
-	sh = sheaf_alloc(c);
+	sh = sheaf_alloc(c, nid);
 	if (!sh)
 		return NULL;
-	sh->size = cache_refill(c, sh->objs, sh->capacity);
+	sh->size = cache_refill_node(c, sh->objs, sh->capacity, (int)nid);
 	if (!sh->size) {
 		sheaf_free(c, sh);
 		return NULL;
@@ -488,12 +491,12 @@ static struct sheaf *pc_get_full(struct uslab_cache *c)
 	return sh;
 }
 
-/* An empty sheaf for @c: from the barn, else a new one. */
-static struct sheaf *pc_get_empty(struct uslab_cache *c)
+/* An empty sheaf for @c on node @nid: from its barn, else a new one. */
+static struct sheaf *pc_get_empty(struct uslab_cache *c, unsigned int nid)
 {
-	struct sheaf *sh = barn_get_empty(&c->barn);
+	struct sheaf *sh = barn_get_empty(cache_barn(c, nid));
 
-	return sh ? sh : sheaf_alloc(c);
+	return sh ? sh : sheaf_alloc(c, nid);
 }
 
 /*
@@ -510,6 +513,7 @@ static bool pc_step(struct uslab_cache *c, struct percpu_slot *slots, bool alloc
 	struct uslab_priv_sheaf *m, *s, *sh;
 	struct percpu_slot *slot;
 	struct sheaf *got;
+	unsigned int nid;
 
 	if (cpu >= percpu_nr)
 		return false;
@@ -521,17 +525,18 @@ static bool pc_step(struct uslab_cache *c, struct percpu_slot *slots, bool alloc
 		return true;
 	m = READ_ONCE(slot->main);
 	s = READ_ONCE(slot->spare);
-	got = alloc ? pc_get_full(c) : pc_get_empty(c);
+	nid = numa_node_of_cpu(cpu);
+	got = alloc ? pc_get_full(c, nid) : pc_get_empty(c, nid);
 	if (!got)
 		return false;
 	sh = (struct uslab_priv_sheaf *)(void *)got;
 	if (s == &percpu_dead) {
 		if (!pc_exchange(slots, m, s, sh, m))
-			pc_release(c, sh);
+			pc_release(c, sh, nid);
 	} else if (pc_exchange(slots, m, s, sh, s)) {
-		pc_release(c, m);
+		pc_release(c, m, nid);
 	} else {
-		pc_release(c, sh);
+		pc_release(c, sh, nid);
 	}
 	return true;
 }
@@ -555,9 +560,31 @@ void *percpu_alloc(struct uslab_cache *c, struct percpu_slot *slots)
 	return cache_alloc_direct(c);
 }
 
+/*
+ * percpu_free_remote - with NUMA on, whether @obj (of @c, checked and
+ * poisoned) is on its way home instead of into this
+ * CPU's sheaves: another node's objects go on the calling thread's remote
+ * sheaf (thread_sheaves.c, "NUMA"). A migration between this test and the
+ * push may leave one object in the other node's CPU sheaf: placement only.
+ */
+bool percpu_free_remote(struct uslab_cache *c, void *obj)
+{
+	struct pcs *p;
+
+	if (!cache_numa(c) || os_slab_lookup(obj)->node == numa_node_self())
+		return false;
+	p = pcs_counters(c);
+	if (!p)
+		return false; /* (no thread state: into the CPU's sheaf) */
+	pcs_numa_remote(c, p, obj);
+	return true;
+}
+
 /* uslab_cache_free() of @obj (checked, poisoned) to a per-CPU cache @c. */
 void percpu_free(struct uslab_cache *c, struct percpu_slot *slots, void *obj)
 {
+	if (percpu_free_remote(c, obj))
+		return;
 	for (int i = 0; i < PERCPU_TRIES; i++) {
 		if (pc_push(slots, obj))
 			return;
@@ -583,7 +610,8 @@ size_t percpu_alloc_bulk(struct uslab_cache *c, struct percpu_slot *slots, size_
 		size_t want = n - k > (1u << 30) ? (1u << 30) : n - k;
 
 		k += pc_pop_bulk(slots, objs + k, (unsigned int)want);
-		if (k == n || n - k >= sheaf_capacity_now(c) || !pc_step(c, slots, true))
+		if (k == n || n - k >= sheaf_capacity_now(c, numa_node_of_cpu(pc_cpu())) ||
+		    !pc_step(c, slots, true))
 			break;
 	}
 	return k;
@@ -651,8 +679,8 @@ void percpu_drain(struct uslab_cache *c)
 		WRITE_ONCE(slot->main, &percpu_dead);
 		WRITE_ONCE(slot->spare, &percpu_dead);
 		pc_fence(cpu);
-		pc_release(c, m);
-		pc_release(c, s);
+		pc_release(c, m, numa_node_of_cpu(cpu));
+		pc_release(c, s, numa_node_of_cpu(cpu));
 		__atomic_store_n(&slot->stop, 0, __ATOMIC_RELEASE);
 	}
 	ulock_unlock(&percpu_lock);

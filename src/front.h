@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * front.h - layers 8 to 14, the front ends and what wires them: bulk
- * calls (bulk.c, pool.c), kfree_rcu (rcu.c), magazines (magazine.c), lifecycle.c,
+ * calls (bulk.c, pool.c, node_alloc.c), kfree_rcu (rcu.c), magazines (magazine.c), lifecycle.c,
  * kmalloc.c, export.c, init.c.
  */
 #ifndef USLAB_FRONT_H
@@ -26,6 +26,10 @@ static inline bool ptrs_any_null(void *const *objs, size_t n)
 		z |= !objs[i];
 	return z;
 }
+
+/* -------------------------------------------------------- node_alloc.c */
+
+INTERNAL int node_request(int node, int *req);
 
 /* ------------------------------------------------------------- rcu.c */
 

@@ -96,6 +96,7 @@ static void do_init(void)
 	/* First, before any lock is taken: see fork_prepare(). */
 	err = -pthread_atfork(fork_prepare, fork_parent, fork_child);
 	options_init();
+	numa_init();   /* before any memory is mapped: arenas are placed per node */
 	percpu_init(); /* before the kmalloc classes: USLAB_PERCPU=1 makes them per CPU */
 	if (!err)
 		err = cache_bootstrap();

@@ -122,7 +122,8 @@ static bool create_classes(void)
 			 * except those USLAB_FAILSLAB selects; those USLAB_DEBUG
 			 * selects have sheaves the library keeps (thread_sheaves.c) and show
 			 * the inline paths id 0 too: the pcs entry that is always
-			 * empty sends them to the library.
+			 * empty sends them to the library. So does every class with
+			 * NUMA on: the library keeps each thread's sheaves to its node.
 			 */
 			USLAB_ASSERT(!c->sheaf_capacity ?
 					     c->id < 0 :
@@ -130,7 +131,9 @@ static bool create_classes(void)
 						     c->pcs_own == (size_t)c->id
 									   << USLAB_PRIV_PCS_SHIFT);
 			__atomic_store_n(&uslab_priv_kmalloc_ids[i],
-					 (unsigned short)(c->id > 0 && !c->debug ? c->id : 0),
+					 (unsigned short)(c->id > 0 && !c->debug && !cache_numa(c) ?
+								  c->id :
+								  0),
 					 __ATOMIC_RELEASE);
 		} else {
 			c->flags &= ~CACHE_KMALLOC; /* nobody saw it: destroy may have it */
@@ -247,13 +250,13 @@ int kmalloc_bootstrap(void)
  * @zeroed: set when the object reads as zeros (fresh or purged pages).
  * Return: its slab (the object at s->base); NULL with errno ENOMEM.
  */
-static struct slab *large_slab_alloc(size_t size, size_t align, bool *zeroed)
+static struct slab *large_slab_alloc(size_t size, size_t align, bool *zeroed, int req)
 {
 	size_t bytes = ALIGN_UP(size, PAGE_SIZE);
 	struct slab *s;
 
 	USLAB_ASSERT(size && size <= USLAB_KMALLOC_MAX_SIZE && align <= (1ul << ARENA_SHIFT));
-	s = os_large_alloc(bytes, align);
+	s = os_large_alloc(bytes, align, req < 0 ? numa_node_self() : NODE_ID(req));
 	if (!s)
 		return NULL;
 	USLAB_ASSERT(s->state == SLAB_NEW && !s->cache && s->large && s->large_size == bytes);
@@ -268,7 +271,7 @@ static struct slab *large_slab_alloc(size_t size, size_t align, bool *zeroed)
 	return s;
 }
 
-static void *large_alloc(size_t size, size_t align, bool zero)
+static void *large_alloc(size_t size, size_t align, bool zero, int req)
 {
 	struct slab *s;
 	bool zeroed;
@@ -289,7 +292,7 @@ static void *large_alloc(size_t size, size_t align, bool zero)
 		errno = ENOMEM;
 		return NULL;
 	}
-	s = large_slab_alloc(size, align < PAGE_SIZE ? PAGE_SIZE : align, &zeroed);
+	s = large_slab_alloc(size, align < PAGE_SIZE ? PAGE_SIZE : align, &zeroed, req);
 	if (!s)
 		return NULL;
 	if (zero && !zeroed)
@@ -351,7 +354,7 @@ void *uslab_priv_kmalloc_slow(size_t size)
 		return USLAB_ZERO_SIZE_PTR;
 	if (booting())
 		return boot_alloc(size, 8);
-	return large_alloc(size, PAGE_SIZE, false);
+	return large_alloc(size, PAGE_SIZE, false, USLAB_NUMA_NO_NODE);
 }
 
 void *uslab_kmalloc(size_t size)
@@ -362,12 +365,45 @@ void *uslab_kmalloc(size_t size)
 	return uslab_priv_kmalloc_slow(size);
 }
 
+void *uslab_kmalloc_node(size_t size, int node)
+{
+	struct uslab_cache *c;
+	int req, err;
+
+	if (node == USLAB_NUMA_NO_NODE)
+		return uslab_kmalloc(size);
+	err = node_request(node, &req);
+	if (err) {
+		errno = err;
+		return NULL;
+	}
+	if (size - 1 < USLAB_KMALLOC_MAX_CACHE_SIZE && !booting() && classes_init()) {
+		c = class_of(size);
+		/* (The debug tier's classes serve the caller's node: their own paths.) */
+		return c->debug ? class_alloc(c, size, __builtin_return_address(0)) :
+				  uslab_cache_alloc_node(c, node);
+	}
+	if (size > USLAB_KMALLOC_MAX_CACHE_SIZE && size <= USLAB_KMALLOC_MAX_SIZE && !booting())
+		return large_alloc(size, PAGE_SIZE, false, req);
+	return uslab_kmalloc(size); /* 0 bytes, too large, or while uslab starts */
+}
+
+void *uslab_kzalloc_node(size_t size, int node)
+{
+	void *p = uslab_kmalloc_node(size, node);
+
+	if (p && p != USLAB_ZERO_SIZE_PTR)
+		memset(p, 0, uslab_ksize(p));
+	return p;
+}
+
 void *uslab_kzalloc(size_t size)
 {
 	void *p;
 
 	if (size > USLAB_KMALLOC_MAX_CACHE_SIZE && size <= USLAB_KMALLOC_MAX_SIZE && !booting())
-		return large_alloc(size, PAGE_SIZE, true); /* fresh pages need no memset */
+		return large_alloc(size, PAGE_SIZE, true,
+				   USLAB_NUMA_NO_NODE); /* fresh pages need no memset */
 	p = uslab_kmalloc(size);
 	if (p && p != USLAB_ZERO_SIZE_PTR)
 		memset(p, 0, uslab_ksize(p));
@@ -409,7 +445,7 @@ void *uslab_kmalloc_aligned(size_t size, size_t align)
 		USLAB_ASSERT(!p || ((uintptr_t)p & (align - 1)) == 0);
 		return p;
 	}
-	return large_alloc(size, align, false);
+	return large_alloc(size, align, false, USLAB_NUMA_NO_NODE);
 }
 
 /* -------------------------------------------------------------- free */

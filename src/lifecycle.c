@@ -60,10 +60,13 @@ struct uslab_cache *lifecycle_create(const char *name, size_t size,
 		USLAB_ASSERT(!(c->flags & USLAB_POOL_EXTERNAL));
 		c->flags &= ~USLAB_POOL;
 	}
-	if (c->flags & USLAB_POOL) /* a pool keeps every full sheaf */
-		barn_init(&c->barn, UINT_MAX, UINT_MAX);
-	else
-		barn_init(&c->barn, usl_opt.barn_max_full, usl_opt.barn_max_empty);
+	for (unsigned int nid = 0; nid < c->nr_nodes; nid++) {
+		if (c->flags & USLAB_POOL) /* a pool keeps every full sheaf */
+			barn_init(cache_barn(c, nid), c, nid, UINT_MAX, UINT_MAX);
+		else
+			barn_init(cache_barn(c, nid), c, nid, usl_opt.barn_max_full,
+				  usl_opt.barn_max_empty);
+	}
 	cap = (flags & CACHE_FAILSLAB) ?
 		      0 :
 		      sheaf_capacity_for(c->size, pool_sheaf_capacity(c, args->sheaf_capacity));
@@ -270,7 +273,7 @@ long uslab_cache_validate(struct uslab_cache *c)
 	/* The sheaves' objects, sorted (gathered again if they grew meanwhile). */
 	for (;;) {
 		n = pcs_gather_self(c, held, cap);
-		n += barn_gather(&c->barn, held ? held + (n < cap ? n : cap) : NULL,
+		n += barn_gather(c, held ? held + (n < cap ? n : cap) : NULL,
 				 n < cap ? cap - n : 0);
 		n += cache_pool_gather(c, held ? held + (n < cap ? n : cap) : NULL,
 				       n < cap ? cap - n : 0);
@@ -357,6 +360,18 @@ int uslab_cache_stats(const struct uslab_cache *c, struct uslab_cache_stats *st)
 		return -EINVAL;
 	cache_check_live(c, "stats");
 	lifecycle_stats(c, st);
+	return 0;
+}
+
+int uslab_cache_node_stats(const struct uslab_cache *c, int node, struct uslab_node_stats *st)
+{
+	if (!c || !st)
+		return -EINVAL;
+	cache_check_live(c, "stats");
+	if (node < 0 || (unsigned int)node >= c->nr_nodes)
+		return -EINVAL;
+	memset(st, 0, sizeof(*st));
+	cache_node_counts((struct uslab_cache *)c, (unsigned int)node, st);
 	return 0;
 }
 

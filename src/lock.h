@@ -23,7 +23,8 @@
  * one copy of it: doc/design.md and the files that own the locks point
  * here). A thread holding a lock takes only locks of a higher rank, or of
  * the same rank where the owner says so (fork takes every barn, node and
- * thread state; nothing else nests two locks of one rank).
+ * thread state; cache_release_all() a cache's node locks, in node id
+ * order; nothing else nests two locks of one rank).
  *
  *  1 LOCK_GP_ROUND  gp.c      the monitor, across a grace period + release;
  *                             fork takes it first

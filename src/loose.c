@@ -125,7 +125,7 @@ int cache_pool_setup(struct uslab_cache *c, size_t reserve)
 	while (got < reserve) {
 		unsigned int want =
 			reserve - got > UINT32_MAX ? UINT32_MAX : (unsigned int)(reserve - got);
-		unsigned int k = node_refill(c, n->loose + got, want, true);
+		unsigned int k = node_refill(c, n->loose + got, want, true, USLAB_NUMA_NO_NODE);
 
 		got += k;
 		if (k < want) {

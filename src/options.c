@@ -152,6 +152,13 @@ static const struct option_row {
 	{ "USLAB_DEBUG", NULL, 0, 0, 0,
 	  "debug tier letters F, Z, P, U (1 or none: all), then optionally ,cache,cache...", NULL,
 	  debug_parse },
+	{ "USLAB_NUMA", &usl_opt.numa, 1, 0, 1,
+	  "1: NUMA-aware when the machine (or USLAB_NUMA_FAKE) has two nodes or more; 0: one node",
+	  NULL, NULL },
+	{ "USLAB_NUMA_FAKE", NULL, 0, 0, 0,
+	  "a fake topology for tests: CPU:NODE,... (unlisted CPUs on node 0) or a node count N "
+	  "(CPU i on node i % N); memory stays on real node 0",
+	  NULL, numa_fake_parse },
 	{ "USLAB_STATS_DIR", NULL, 0, 0, 0,
 	  "directory of USLAB_STATS=1's files, an absolute path (unset: /run/user/UID if "
 	  "there, else /dev/shm/uslab-UID)",

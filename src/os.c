@@ -280,7 +280,7 @@ void heap_give(struct arena *a, size_t i, size_t n, bool dirty)
  * pages free and clean. Outside os_lock; nobody sees it until
  * heap_install(). NULL if mmap fails.
  */
-static struct arena *heap_create(struct arena *a)
+static struct arena *heap_create(struct arena *a, unsigned int node)
 {
 	size_t dsize = ALIGN_UP(sizeof(*a) + ARENA_PAGES * sizeof(struct slab), PAGE_SIZE);
 	void *mem = mmap_aligned(ARENA_GRANULE, ARENA_GRANULE);
@@ -302,6 +302,8 @@ static struct arena *heap_create(struct arena *a)
 	a->desc_size = dsize;
 	a->base = (uintptr_t)mem;
 	a->size = ARENA_GRANULE;
+	a->node = node;
+	numa_place(mem, ARENA_GRANULE, node); /* before any page is touched */
 	bits_assign(a->freemap, 0, ARENA_PAGES, true);
 	blk_add(a, 0, HEAP_ORDER_MAX);
 	return a;
@@ -413,6 +415,7 @@ static struct slab *desc_head(struct arena *a, size_t i, bool zeroed)
 	s->large = 0;
 	s->moved = 0;
 	s->order = 0;
+	s->node = a->node & (NUMA_MAX_NODES - 1);
 	s->pcs_id = 0;
 	s->large_size = 0;
 	s->freelist = NULL;
@@ -476,7 +479,7 @@ void os_slab_publish(struct slab *s)
  * pages: the first descriptor, NEW, with its tails. From the lowest arena
  * with a block that fits; a new arena if none has. NULL with errno ENOMEM.
  */
-static struct slab *heap_take(size_t n, unsigned int align_order)
+static struct slab *heap_take(size_t n, unsigned int align_order, unsigned int node)
 {
 	unsigned int k = align_order;
 	struct arena *a, *fresh = NULL, *desc;
@@ -489,7 +492,7 @@ static struct slab *heap_take(size_t n, unsigned int align_order)
 	ulock_lock(&os_lock);
 	for (;;) {
 		for (a = os_arenas; a; a = a->next)
-			if (a->free_orders >> k)
+			if (a->free_orders >> k && a->node == node)
 				break;
 		if (a)
 			break;
@@ -504,7 +507,7 @@ static struct slab *heap_take(size_t n, unsigned int align_order)
 		if (desc)
 			heap_pool = desc->next;
 		ulock_unlock(&os_lock);
-		fresh = heap_create(desc);
+		fresh = heap_create(desc, node);
 		ulock_lock(&os_lock);
 		if (!fresh) {
 			if (desc) {
@@ -555,12 +558,12 @@ static void tsan_forget(struct slab *s, char *p, size_t n)
 #endif
 }
 
-struct slab *os_slab_alloc(unsigned int order)
+struct slab *os_slab_alloc(unsigned int order, unsigned int node)
 {
 	struct slab *s;
 
-	USLAB_ASSERT(order <= SLAB_MAX_ORDER);
-	s = heap_take(1ul << order, order);
+	USLAB_ASSERT(order <= SLAB_MAX_ORDER && numa_node_ok(node));
+	s = heap_take(1ul << order, order, node);
 	if (s) {
 		s->order = (uint8_t)order;
 		tsan_forget(s, s->base, PAGE_SIZE << order);
@@ -569,7 +572,7 @@ struct slab *os_slab_alloc(unsigned int order)
 }
 
 /* A huge object: a mapping of its own, @bytes rounded up to granules. */
-static struct slab *huge_alloc(size_t bytes)
+static struct slab *huge_alloc(size_t bytes, unsigned int node)
 {
 	size_t size = ALIGN_UP(bytes, ARENA_GRANULE);
 	size_t dsize = ALIGN_UP(sizeof(struct arena) + sizeof(struct slab), PAGE_SIZE);
@@ -605,6 +608,8 @@ static struct slab *huge_alloc(size_t bytes)
 	memset(a, 0, offsetof(struct arena, slabs));
 	a->desc_size = dsize;
 	a->huge = true;
+	a->node = node;
+	numa_place(mem, size, node);
 	a->base = (uintptr_t)mem;
 	a->size = size;
 	s = &a->slabs[0];
@@ -620,16 +625,16 @@ static struct slab *huge_alloc(size_t bytes)
 	return s;
 }
 
-struct slab *os_large_alloc(size_t bytes, size_t align)
+struct slab *os_large_alloc(size_t bytes, size_t align, unsigned int node)
 {
 	struct slab *s;
 
 	USLAB_ASSERT(bytes && !(bytes & (PAGE_SIZE - 1)) && align >= PAGE_SIZE &&
-		     align <= ARENA_GRANULE && !(align & (align - 1)));
+		     align <= ARENA_GRANULE && !(align & (align - 1)) && numa_node_ok(node));
 	if (bytes > HEAP_MAX_BYTES || align > HEAP_MAX_BYTES)
-		s = huge_alloc(bytes);
+		s = huge_alloc(bytes, node);
 	else if ((s = heap_take(bytes >> PAGE_SHIFT,
-				(unsigned int)__builtin_ctzl(align) - PAGE_SHIFT)))
+				(unsigned int)__builtin_ctzl(align) - PAGE_SHIFT, node)))
 		tsan_forget(s, s->base, bytes);
 	if (s) {
 		s->large = 1;

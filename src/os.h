@@ -74,7 +74,9 @@ struct slab {
 	uint8_t zeroed : 1; /* os.c gave it reading as zeros */
 	uint8_t large : 1;  /* a large object's: large_size bytes (os_large_alloc) */
 	uint8_t moved : 1;  /* a large object whose pages os_large_move() took away */
-	uint8_t order;	    /* a cache's slab is 2^order pages */
+	uint8_t : 0;	    /* (order and node: set before the slab is published, read unlocked) */
+	uint8_t order : 4;  /* a cache's slab is 2^order pages */
+	uint8_t node : 4;   /* the NUMA node of its pages (its arena's; 0 with NUMA off) */
 	/* The cache's id while its objects may be freed to sheaves, else 0:
 	   the inline kfree's pcs (uslab/inline/kmalloc.h) */
 	uint16_t pcs_id;
@@ -95,11 +97,12 @@ struct slab {
 };
 
 _Static_assert(sizeof(struct slab) == CACHELINE, "a slab descriptor is one cache line");
+_Static_assert(SLAB_MAX_ORDER < 16 && NUMA_MAX_NODES <= 16, "order and node fit their 4 bits");
 _Static_assert(offsetof(struct slab, next) == offsetof(struct slab, list.next),
 	       "@next is @list.next");
 
-INTERNAL struct slab *os_slab_alloc(unsigned int order);
-INTERNAL struct slab *os_large_alloc(size_t bytes, size_t align);
+INTERNAL struct slab *os_slab_alloc(unsigned int order, unsigned int node);
+INTERNAL struct slab *os_large_alloc(size_t bytes, size_t align, unsigned int node);
 INTERNAL bool os_large_resize(struct slab *s, size_t bytes);
 INTERNAL bool os_large_move(struct slab *to, struct slab *from);
 INTERNAL void os_slab_publish(struct slab *s);

@@ -25,6 +25,7 @@ struct arena {
 	struct arena *next;    /* the heap (by address), pool, or a release list */
 	size_t desc_size;      /* bytes of this descriptor */
 	bool huge;	       /* a huge object's (slabs[0] only; no bitmaps used) */
+	unsigned int node;     /* the NUMA node its pages are placed on (numa.c) */
 	unsigned int npurging; /* purge runs being given back outside os_lock */
 	size_t used;	       /* pages used */
 	size_t ndirty;	       /* pages dirty */

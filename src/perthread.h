@@ -34,16 +34,17 @@ INTERNAL unsigned int sheaf_capacity_for(unsigned int size, unsigned int request
 INTERNAL unsigned int sheaf_capacity_max(unsigned int size, unsigned int requested,
 					 unsigned int base);
 INTERNAL unsigned int sheaf_class_step(unsigned int cap, bool up);
-INTERNAL unsigned int sheaf_capacity_now(const struct uslab_cache *c);
+INTERNAL unsigned int sheaf_capacity_now(struct uslab_cache *c, unsigned int nid);
 INTERNAL bool sheaf_ok(const struct uslab_cache *c, const struct sheaf *sh);
-INTERNAL struct sheaf *sheaf_alloc(struct uslab_cache *c);
+INTERNAL struct sheaf *sheaf_alloc(struct uslab_cache *c, unsigned int nid);
 INTERNAL void sheaf_free(struct uslab_cache *c, struct sheaf *sh);
 INTERNAL void sheaf_flush(struct uslab_cache *c, struct sheaf *sh);
 INTERNAL void sheaf_prefetch(struct sheaf *sh);
 
 /* ------------------------------------------------------------- barn.c */
 
-INTERNAL void barn_init(struct barn *b, unsigned int max_full, unsigned int max_empty);
+INTERNAL void barn_init(struct barn *b, struct uslab_cache *c, unsigned int node,
+			unsigned int max_full, unsigned int max_empty);
 INTERNAL struct sheaf *barn_replace_empty(struct barn *b, struct sheaf **empty);
 INTERNAL struct sheaf *barn_replace_full(struct barn *b, struct sheaf *full, bool *taken);
 INTERNAL struct sheaf *barn_get_empty(struct barn *b);
@@ -51,10 +52,10 @@ INTERNAL bool barn_put_empty(struct barn *b, struct sheaf *empty);
 INTERNAL bool barn_put_full(struct barn *b, struct sheaf *full);
 INTERNAL void barn_drain(struct uslab_cache *c);
 INTERNAL void barn_counts(struct barn *b, unsigned long *full, unsigned long *empty);
-INTERNAL size_t barn_gather(struct barn *b, void **dst, size_t max);
+INTERNAL size_t barn_gather(struct uslab_cache *c, void **dst, size_t max);
 INTERNAL void barn_adapt_init(struct uslab_cache *c, unsigned int requested);
 INTERNAL void barn_decay(struct uslab_cache *c, uint64_t now_ns);
-INTERNAL bool barn_note_bulk(struct uslab_cache *c, size_t n);
+INTERNAL bool barn_note_bulk(struct uslab_cache *c, size_t n, unsigned int nid);
 INTERNAL uint64_t barn_now_ns(void);
 INTERNAL void barn_stats(struct uslab_cache *c, struct uslab_cache_stats *st);
 INTERNAL extern bool barn_monitor_need;
@@ -92,8 +93,10 @@ struct pcs {
 	/* First line: the fast paths (uslab/fastpath.h, uslab/inline/kmalloc.h). */
 	struct uslab_priv_pcs hot;
 	struct sheaf *main;
+	unsigned int node; /* NUMA: the node whose objects main and spare hold (0: off) */
 	/* Second line: the slow paths. */
 	struct sheaf *spare;	   /* NULL, or an empty or full sheaf */
+	struct sheaf *remote;	   /* NUMA: objects of other nodes freed here, on their way home */
 	struct uslab_cache *cache; /* owner of the sheaves, NULL if unused */
 	struct pcs_events *events; /* slow-path counters, lazily allocated */
 	/* Bulk calls that reach the library, counted by the owner (read by
@@ -149,6 +152,9 @@ INTERNAL void *pcs_debug_alloc(struct uslab_cache *c, const void *site);
 INTERNAL void pcs_debug_free(struct uslab_cache *c, void *obj, const void *site);
 INTERNAL size_t pcs_gather_self(struct uslab_cache *c, void **dst, size_t max);
 INTERNAL void pcs_stat(struct pcs *p, enum uslab_stat_item item, uint64_t n);
+INTERNAL unsigned int pcs_numa_sync(struct uslab_cache *c, struct pcs *p);
+INTERNAL void pcs_numa_put(struct uslab_cache *c, struct pcs *p, void *obj, const struct slab *s);
+INTERNAL void pcs_numa_remote(struct uslab_cache *c, struct pcs *p, void *obj);
 INTERNAL void pcs_events_sum(const struct pcs *p, uint64_t *ev);
 
 INTERNAL int thread_start_self(void);
@@ -210,6 +216,7 @@ INTERNAL bool percpu_enable(struct uslab_cache *c);
 INTERNAL void percpu_note_user(struct uslab_cache *c, int delta);
 INTERNAL void *percpu_alloc(struct uslab_cache *c, struct percpu_slot *slots);
 INTERNAL void percpu_free(struct uslab_cache *c, struct percpu_slot *slots, void *obj);
+INTERNAL bool percpu_free_remote(struct uslab_cache *c, void *obj);
 INTERNAL size_t percpu_alloc_bulk(struct uslab_cache *c, struct percpu_slot *slots, size_t n,
 				  void **objs);
 INTERNAL size_t percpu_free_bulk(struct uslab_cache *c, struct percpu_slot *slots, size_t n,

@@ -77,6 +77,12 @@ static void put_slow(struct uslab_cache *c, size_t n, void *const *objs)
 		gp_kick();
 		return;
 	}
+	if (cache_numa(c)) {
+		/* Each object to main or on its way home (thread_sheaves.c, "NUMA"). */
+		for (; i < n; i++)
+			pcs_numa_put(c, p, objs[i], os_slab_lookup(objs[i]));
+		return;
+	}
 	thread_lock_self();
 	pcs_swap_for(p, n, false); /* the spare may have room for all of them */
 	for (;;) {
@@ -129,6 +135,5 @@ size_t uslab_pool_avail(const struct uslab_cache *c)
 	if (!c)
 		return 0;
 	cache_check_live(c, "pool avail");
-	return (size_t)thread_sum_sheaved(c) + barn_gather(&cc->barn, NULL, 0) +
-	       cache_pool_count(cc);
+	return (size_t)thread_sum_sheaved(c) + barn_gather(cc, NULL, 0) + cache_pool_count(cc);
 }

@@ -125,18 +125,18 @@ static struct uslab_cache *sheaf_cache_of(unsigned int capacity)
 	usl_bug(NULL, NULL, "no sheaf class of capacity %u", capacity);
 }
 
-/* The capacity @c hands out now: the barn's adaptive one, else the base. */
-unsigned int sheaf_capacity_now(const struct uslab_cache *c)
+/* The capacity @c hands out now on node @nid: its barn's adaptive one, else the base. */
+unsigned int sheaf_capacity_now(struct uslab_cache *c, unsigned int nid)
 {
-	unsigned int cap = READ_ONCE(c->barn.capacity);
+	unsigned int cap = READ_ONCE(cache_barn(c, nid)->capacity);
 
 	return cap ? cap : c->sheaf_capacity;
 }
 
-/* An empty sheaf of the capacity @c hands out now. NULL if no memory. */
-struct sheaf *sheaf_alloc(struct uslab_cache *c)
+/* An empty sheaf of the capacity @c hands out now on node @nid. NULL if no memory. */
+struct sheaf *sheaf_alloc(struct uslab_cache *c, unsigned int nid)
 {
-	unsigned int cap = sheaf_capacity_now(c);
+	unsigned int cap = sheaf_capacity_now(c, nid);
 	struct sheaf *sh = cache_alloc_direct(sheaf_cache_of(cap));
 
 	if (sh) {

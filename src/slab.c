@@ -98,7 +98,8 @@ void slab_setup(struct uslab_cache *c, struct slab *s, void *offslab)
 		asan_poison(s->base, PAGE_SIZE << c->order);
 	}
 	s->first_neg = -(uintptr_t)first; /* the interior-pointer check (<uslab/inline/priv.h>) */
-	s->pcs_id = c->id > 0 && !c->debug ? (uint16_t)c->id : 0; /* (debug: the library's) */
+	/* (A debug cache's objects, and with NUMA on every cache's, go to the library.) */
+	s->pcs_id = c->id > 0 && !c->debug && !numa_on() ? (uint16_t)c->id : 0;
 	__atomic_store_n(&s->cache, c, __ATOMIC_RELEASE);
 	os_slab_publish(s); /* its other pages' descriptors name it too */
 }

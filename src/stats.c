@@ -31,6 +31,10 @@ static const char *const stat_names[USLAB_STAT_NR_ITEMS] = {
 	[USLAB_STAT_SHEAF_SHRINK] = "sheaf_shrink",
 	[USLAB_STAT_BARN_GROW] = "barn_grow",
 	[USLAB_STAT_BARN_SHRINK] = "barn_shrink",
+	[USLAB_STAT_NUMA_REMOTE_FREE] = "numa_remote_free",
+	[USLAB_STAT_NUMA_REMOTE_BATCH] = "numa_remote_batch",
+	[USLAB_STAT_NUMA_FALLBACK] = "numa_fallback",
+	[USLAB_STAT_NUMA_MOVED] = "numa_moved",
 };
 
 const char *uslab_stat_name(unsigned int item)

@@ -264,6 +264,8 @@ NO_SANITIZE_THREAD uint64_t thread_sum_sheaved(const struct uslab_cache *c)
 			n += (uint64_t)(p->hot.top - p->hot.bottom);
 			if (p->spare)
 				n += p->spare->size;
+			if (p->remote)
+				n += p->remote->size;
 		}
 		ulock_unlock(&st->lock);
 	}
@@ -418,9 +420,11 @@ int thread_id_attach(struct uslab_cache *c, unsigned int sheaf_capacity)
 	 * always-empty entry: every call reaches its checks (thread_sheaves.c). A cache
 	 * with the free key: its inline paths do (they never write an
 	 * object), the library's pop and push find its sheaves and mark.
+	 * With NUMA on, both do: the slow paths' NUMA branch keeps each
+	 * thread's sheaves to one node (thread_sheaves.c, "NUMA").
 	 */
-	c->pcs_lib = c->debug ? 0 : c->pcs_own;
-	c->hot.pcs_off = c->debug || c->hot.free_key ? 0 : c->pcs_own;
+	c->pcs_lib = c->debug || cache_numa(c) ? 0 : c->pcs_own;
+	c->hot.pcs_off = c->debug || c->hot.free_key || cache_numa(c) ? 0 : c->pcs_own;
 	/*
 	 * The inline kfree serves the objects of every cache with sheaves,
 	 * keyed or not (pushed as uslab_cache_free() pushes them, marked

@@ -140,9 +140,9 @@ static void pcs_swap(struct pcs *p)
 }
 
 /* @sh's objects moved into a new sheaf of the capacity handed out now; @sh freed. */
-static struct sheaf *regrow(struct uslab_cache *c, struct sheaf *sh)
+static struct sheaf *regrow(struct uslab_cache *c, unsigned int nid, struct sheaf *sh)
 {
-	struct sheaf *big = sheaf_alloc(c);
+	struct sheaf *big = sheaf_alloc(c, nid);
 
 	if (!big)
 		return sh; /* (no memory: the old one serves on) */
@@ -166,11 +166,11 @@ static struct sheaf *regrow(struct uslab_cache *c, struct sheaf *sh)
 void pcs_fit_bulk(struct uslab_cache *c, struct pcs *p, size_t n)
 {
 	USLAB_ASSERT(lockdep_held(LOCK_TSTATE));
-	if (!p->main || n <= p->main->capacity || !barn_note_bulk(c, n))
+	if (!p->main || n <= p->main->capacity || !barn_note_bulk(c, n, p->node))
 		return;
-	pcs_set_main(p, regrow(c, pcs_detach_main(p)));
-	if (p->spare && p->spare->capacity < sheaf_capacity_now(c))
-		p->spare = regrow(c, p->spare);
+	pcs_set_main(p, regrow(c, p->node, pcs_detach_main(p)));
+	if (p->spare && p->spare->capacity < sheaf_capacity_now(c, p->node))
+		p->spare = regrow(c, p->node, p->spare);
 	pcs_check(p);
 }
 
@@ -193,6 +193,27 @@ bool pcs_swap_for(struct pcs *p, size_t n, bool alloc)
 	pcs_swap(p);
 	pcs_stat(p, USLAB_STAT_SHEAF_SWAP, 1);
 	return true;
+}
+
+/*
+ * main_push, sheaf_append - @obj onto main, onto @sh, without the thread's
+ * lock: the slot first, then the top or size (a release store), so that a
+ * fork's child, which drains this thread's sheaves, never reads a slot the
+ * top covers before it was written (a stale pointer there would be freed
+ * twice). The inline push stores in the same order.
+ */
+static inline void main_push(struct pcs *p, void *obj)
+{
+	void **top = p->hot.top;
+
+	*top = obj;
+	__atomic_store_n(&p->hot.top, top + 1, __ATOMIC_RELEASE);
+}
+
+static inline void sheaf_append(struct sheaf *sh, void *obj)
+{
+	sh->objs[sh->size] = obj;
+	__atomic_store_n(&sh->size, sh->size + 1, __ATOMIC_RELEASE);
 }
 
 void pcs_stat(struct pcs *p, enum uslab_stat_item item, uint64_t n)
@@ -270,11 +291,11 @@ struct percpu_slot *pcs_yield_to_percpu(struct uslab_cache *c)
 /* An empty sheaf for @c: from the barn, else a new one. NULL if no memory. */
 static struct sheaf *pcs_get_empty(struct uslab_cache *c, struct pcs *p)
 {
-	struct sheaf *sh = barn_get_empty(&c->barn);
+	struct sheaf *sh = barn_get_empty(cache_barn(c, p->node));
 
 	USLAB_ASSERT(!sh || (!sh->size && sheaf_ok(c, sh)));
 	if (!sh) {
-		sh = sheaf_alloc(c);
+		sh = sheaf_alloc(c, p->node);
 		if (sh)
 			pcs_stat(p, USLAB_STAT_SHEAF_ALLOC, 1);
 	}
@@ -305,7 +326,7 @@ bool pcs_refill_main(struct uslab_cache *c, struct pcs *p, bool from_slabs)
 	}
 
 	empty = pcs_detach_main(p);
-	full = barn_replace_empty(&c->barn, &empty);
+	full = barn_replace_empty(cache_barn(c, p->node), &empty);
 	if (full) {
 		USLAB_ASSERT(full->size == full->capacity && sheaf_ok(c, full));
 		pcs_stat(p, USLAB_STAT_BARN_GET, 1);
@@ -324,13 +345,13 @@ bool pcs_refill_main(struct uslab_cache *c, struct pcs *p, bool from_slabs)
 			pcs_set_main(p, empty);
 		return false;
 	}
-	if (empty && empty->capacity != sheaf_capacity_now(c)) {
+	if (empty && empty->capacity != sheaf_capacity_now(c, p->node)) {
 		/* Refilled from slabs at the capacity handed out now. */
 		sheaf_free(c, empty);
 		empty = NULL;
 	}
 	if (!empty) {
-		empty = sheaf_alloc(c);
+		empty = sheaf_alloc(c, p->node);
 		if (!empty) {
 			/* Keep the invariant: no spare without a main. */
 			if (p->spare) {
@@ -393,12 +414,12 @@ bool pcs_make_room(struct uslab_cache *c, struct pcs *p, bool may_flush)
 		full = pcs_detach_main(p);
 		USLAB_ASSERT(full->size == full->capacity);
 		full->filler = p;
-		sh = barn_replace_full(&c->barn, full, &taken);
+		sh = barn_replace_full(cache_barn(c, p->node), full, &taken);
 		USLAB_ASSERT(!sh || (taken && !sh->size && sheaf_ok(c, sh)));
 		if (taken) {
 			pcs_stat(p, USLAB_STAT_BARN_PUT, 1);
 			if (!sh)
-				sh = sheaf_alloc(c);
+				sh = sheaf_alloc(c, p->node);
 			if (!sh) {
 				/* The barn kept main; flush the spare into a main. */
 				sh = p->spare;
@@ -488,7 +509,7 @@ static inline void debug_free(struct uslab_cache *c, void *obj, const void *site
 		gp_kick();
 		return;
 	}
-	*p->hot.top++ = obj;
+	main_push(p, obj);
 }
 
 /*
@@ -511,6 +532,237 @@ void pcs_debug_free(struct uslab_cache *c, void *obj, const void *site)
 		return;
 	}
 	debug_free(c, obj, site);
+}
+
+/*
+ * SLUB's naive check: @obj is not the object freed last to this thread's
+ * main sheaf (an immediate double free). In the library's frees of caches
+ * without the free key (which finds every double free: pools, caches with
+ * a constructor or TYPESAFE_BY_RCU).
+ */
+static inline void check_top(const struct uslab_cache *c, const struct pcs *p, const void *obj)
+{
+	void **top = p->hot.top;
+
+	if (unlikely(top && top != p->hot.bottom && top[-1] == obj))
+		usl_bug(c, obj, "double free (the object is on top of this thread's sheaf)");
+}
+
+/* ------------------------------------------------------------- NUMA */
+
+/*
+ * With NUMA on (numa.c: two nodes or more), a thread's sheaves of a cache
+ * hold objects of one node only, p->node, the node of the CPU it runs on
+ * when it last took them (Linux's can_free_to_pcs(): a per-CPU sheaf holds
+ * its CPU's node's objects). The inline paths and the library's pop and
+ * push cannot tell an object's node, so a NUMA cache shows them the
+ * always-empty entry (thread.c) and every call comes here, to the slow
+ * paths' NUMA branch:
+ *
+ *   alloc: the thread still on p->node: pop main; else its sheaves go
+ *          home first (pcs_numa_sync). A refill takes p->node's barn,
+ *          then its slabs (cache_refill: the caller's node).
+ *   free:  an object of p->node: push main, as ever. Another node's goes
+ *          on the thread's remote sheaf (p->remote); a full remote sheaf
+ *          of one node's objects is traded at that node's barn for an
+ *          empty one (the consumer on node 1 of a producer on node 0: one
+ *          barn lock per sheaf, and the producer takes it whole), a mixed
+ *          one is freed to slabs in detached freelists (one node lock per
+ *          node and up to 32 slabs). No lock per object.
+ *
+ * With NUMA off none of this runs: numa_on() is false and p->node is 0.
+ */
+
+/* The node of every object of @sh, or -1 if they are of several. */
+static int sheaf_node(const struct sheaf *sh)
+{
+	int nid = -1;
+
+	for (uint32_t i = 0; i < sh->size; i++) {
+		int n = (int)os_slab_lookup(sh->objs[i])->node;
+
+		if (nid >= 0 && n != nid)
+			return -1;
+		nid = n;
+	}
+	return nid;
+}
+
+/*
+ * Send the remote sheaf home (full, or draining): traded whole at its
+ * node's barn if its objects are of one node, else freed to their slabs.
+ * Under the thread's lock; the sheaf stays the thread's unless traded.
+ */
+static void remote_flush(struct uslab_cache *c, struct pcs *p)
+{
+	struct sheaf *sh = p->remote;
+	int nid;
+	bool taken;
+
+	USLAB_ASSERT(lockdep_held(LOCK_TSTATE));
+	if (!sh || !sh->size)
+		return;
+	pcs_stat(p, USLAB_STAT_NUMA_REMOTE_FREE, sh->size);
+	pcs_stat(p, USLAB_STAT_NUMA_REMOTE_BATCH, 1);
+	nid = sh->size == sh->capacity ? sheaf_node(sh) : -1;
+	if (nid >= 0) {
+		sh->filler = NULL; /* cold for whoever takes it */
+		p->remote = barn_replace_full(cache_barn(c, (unsigned int)nid), sh, &taken);
+		if (taken) {
+			pcs_stat(p, USLAB_STAT_BARN_PUT, 1);
+			return;
+		}
+		p->remote = sh;
+	}
+	sheaf_flush(c, sh);
+	pcs_stat(p, USLAB_STAT_SHEAF_FLUSH, 1);
+}
+
+/*
+ * pcs_release_sheaves - give back every sheaf @p holds of @c: the remote
+ * one's objects home, full sheaves to the barn of p->node while it has
+ * room, other objects to slabs, empty sheaves to the barn or freed. Under
+ * the owner's lock (held by it, by destroy or by fork).
+ */
+static void pcs_release_sheaves(struct uslab_cache *c, struct pcs *p)
+{
+	struct sheaf *sh[3];
+
+	remote_flush(c, p);
+	sh[0] = pcs_detach_main(p);
+	sh[1] = p->spare;
+	sh[2] = p->remote;
+	p->spare = p->remote = NULL;
+	for (int i = 0; i < 3; i++) {
+		if (!sh[i])
+			continue;
+		sh[i]->filler = NULL; /* whoever takes it has it cold */
+		if (sh[i]->size == sh[i]->capacity && barn_put_full(cache_barn(c, p->node), sh[i]))
+			continue;
+		if (sh[i]->size)
+			sheaf_flush(c, sh[i]);
+		if (!barn_put_empty(cache_barn(c, p->node), sh[i]))
+			sheaf_free(c, sh[i]);
+	}
+}
+
+/*
+ * pcs_numa_remote - @obj (checked, poisoned) of another node than p->node
+ * freed by this thread: onto the remote sheaf, sent home once full. No
+ * lock held.
+ */
+void pcs_numa_remote(struct uslab_cache *c, struct pcs *p, void *obj)
+{
+	struct sheaf *sh = p->remote;
+
+	if (likely(sh && sh->size < sh->capacity - 1)) {
+		sheaf_append(sh, obj);
+		return;
+	}
+	thread_lock_self();
+	pcs_attach(c, p); /* (its drain at exit finds the remote sheaf) */
+	if (!p->remote && (p->remote = sheaf_alloc(c, p->node)))
+		pcs_stat(p, USLAB_STAT_SHEAF_ALLOC, 1);
+	sh = p->remote;
+	if (!sh) {
+		/* No memory for a sheaf: home at once. */
+		pcs_stat(p, USLAB_STAT_NUMA_REMOTE_FREE, 1);
+		pcs_stat(p, USLAB_STAT_NUMA_REMOTE_BATCH, 1);
+		cache_free_objects(c, &obj, 1, 0);
+	} else {
+		sh->objs[sh->size++] = obj;
+		if (sh->size == sh->capacity)
+			remote_flush(c, p);
+	}
+	thread_unlock_self();
+}
+
+/*
+ * pcs_numa_sync - the calling thread's sheaves of @c serve the node it
+ * runs on now: if it moved since it took them, they go home first (full
+ * ones to their node's barn, the rest to slabs) and p->node follows it.
+ * Before anything else on a NUMA path. Return: that node.
+ */
+unsigned int pcs_numa_sync(struct uslab_cache *c, struct pcs *p)
+{
+	unsigned int nid = numa_node_self();
+
+	if (likely(p->node == nid))
+		return nid;
+	thread_lock_self();
+	if (p->main || p->spare || p->remote) {
+		pcs_stat(p, USLAB_STAT_NUMA_MOVED, 1);
+		pcs_release_sheaves(c, p);
+	}
+	p->node = nid;
+	thread_unlock_self();
+	return nid;
+}
+
+/* uslab_cache_alloc() of NUMA cache @c from thread entry @p: pop main if it serves this node. */
+static void *numa_alloc(struct uslab_cache *c, struct pcs *p)
+{
+	void **top;
+	void *obj;
+
+	pcs_numa_sync(c, p);
+	top = p->hot.top;
+	if (likely(top != p->hot.bottom)) {
+		p->hot.top = --top;
+		objs_hand_out(c, top, 1);
+		return *top;
+	}
+	thread_lock_self();
+	pcs_stat(p, USLAB_STAT_ALLOC_SLOWPATH, 1);
+	if (pcs_refill_main(c, p, true)) {
+		obj = *--p->hot.top;
+		objs_hand_out(c, &obj, 1);
+	} else {
+		obj = cache_alloc_direct(c);
+	}
+	pcs_check(p);
+	thread_unlock_self();
+	barn_kick();
+	return obj;
+}
+
+/*
+ * pcs_numa_put - @obj of NUMA cache @c, in slab @s, checked and made free
+ * (marked, poisoned) by the caller: onto the calling thread's main if of
+ * its node (entry @p), else on its way home. No lock held.
+ */
+void pcs_numa_put(struct uslab_cache *c, struct pcs *p, void *obj, const struct slab *s)
+{
+	if (s->node != pcs_numa_sync(c, p)) {
+		pcs_numa_remote(c, p, obj);
+		return;
+	}
+	if (!c->hot.free_key)
+		check_top(c, p, obj);
+	if (likely(p->hot.top != p->hot.limit)) {
+		main_push(p, obj);
+		return;
+	}
+	thread_lock_self();
+	pcs_stat(p, USLAB_STAT_FREE_SLOWPATH, 1);
+	if (pcs_make_room(c, p, true))
+		*p->hot.top++ = obj;
+	else
+		cache_free_objects(c, &obj, 1, 0);
+	pcs_check(p);
+	thread_unlock_self();
+	barn_kick();
+}
+
+/* uslab_cache_free() of @obj to NUMA cache @c from thread entry @p: checked, then main or home. */
+static void numa_free(struct uslab_cache *c, struct pcs *p, void *obj)
+{
+	const struct slab *s = slab_of_object(c, obj); /* (a bad pointer stops here) */
+
+	if (c->hot.free_key)
+		obj_mark_free(c, obj);
+	obj_poison(c, obj);
+	pcs_numa_put(c, p, obj, s);
 }
 
 void *uslab_priv_alloc_slow(struct uslab_cache *c)
@@ -539,6 +791,11 @@ void *uslab_priv_alloc_slow(struct uslab_cache *c)
 		NO_TAIL_CALL(obj);
 		return obj;
 	}
+	if (cache_numa(c)) {
+		obj = numa_alloc(c, p);
+		NO_TAIL_CALL(obj);
+		return obj;
+	}
 	/* One sheaf miss in USLAB_GUARD: the object from the sampling guard (guard.c). */
 	if (unlikely(guard_sample()) && (obj = cache_guard_alloc(c)))
 		return obj;
@@ -555,20 +812,6 @@ void *uslab_priv_alloc_slow(struct uslab_cache *c)
 	thread_unlock_self();
 	barn_kick(); /* a trade above may have grown the capacity */
 	return obj;
-}
-
-/*
- * SLUB's naive check: @obj is not the object freed last to this thread's
- * main sheaf (an immediate double free). In the library's frees of caches
- * without the free key (which finds every double free: pools, caches with
- * a constructor or TYPESAFE_BY_RCU).
- */
-static inline void check_top(const struct uslab_cache *c, const struct pcs *p, const void *obj)
-{
-	void **top = p->hot.top;
-
-	if (unlikely(top && top != p->hot.bottom && top[-1] == obj))
-		usl_bug(c, obj, "double free (the object is on top of this thread's sheaf)");
 }
 
 void uslab_priv_free_slow(struct uslab_cache *c, void *obj)
@@ -606,6 +849,8 @@ void uslab_priv_free_slow(struct uslab_cache *c, void *obj)
 	if ((slots = pcs_yield_to_percpu(c))) {
 		obj_free_hook(c, obj, true); /* (the inline paths leave it unmarked) */
 		percpu_free(c, slots, obj);
+	} else if (cache_numa(c) && c->sheaf_capacity && (p = pcs_self(c))) {
+		numa_free(c, p, obj);
 	} else if (!c->sheaf_capacity || !(p = pcs_self(c))) {
 		/* (A thread that cannot start: to its slab, which checks it on the way.) */
 		obj_free_hook(c, obj, false);
@@ -656,27 +901,14 @@ void pcs_drain(struct pcs *p)
 	struct uslab_cache *c = p->cache;
 	uint64_t ev[USLAB_STAT_NR_ITEMS] = { 0 };
 	struct pcs_events *e;
-	struct sheaf *sh[2];
 
 	/* The owner's lock, held by it, by destroy or by fork (thread.c). */
 	USLAB_ASSERT(lockdep_held(LOCK_TSTATE));
 	if (!c)
 		return;
 	pcs_check(p);
-	sh[0] = pcs_detach_main(p);
-	sh[1] = p->spare;
-	p->spare = NULL;
-	for (int i = 0; i < 2; i++) {
-		if (!sh[i])
-			continue;
-		sh[i]->filler = NULL; /* whoever takes it has it cold */
-		if (sh[i]->size == sh[i]->capacity && barn_put_full(&c->barn, sh[i]))
-			continue;
-		if (sh[i]->size)
-			sheaf_flush(c, sh[i]);
-		if (!barn_put_empty(&c->barn, sh[i]))
-			sheaf_free(c, sh[i]);
-	}
+	pcs_release_sheaves(c, p);
+	p->node = 0;
 	/* The last trip of this thread: the traffic may have stopped (barn.c). */
 	barn_decay(c, barn_now_ns());
 	e = p->events;
@@ -711,10 +943,12 @@ size_t pcs_gather_self(struct uslab_cache *c, void **dst, size_t max)
 	for (void **o = p->hot.bottom; o && o < p->hot.top; o++, n++)
 		if (n < max)
 			dst[n] = *o;
-	if (p->spare) {
-		for (uint32_t i = 0; i < p->spare->size; i++, n++)
+	for (int k = 0; k < 2; k++) {
+		const struct sheaf *sh = k ? p->remote : p->spare;
+
+		for (uint32_t i = 0; sh && i < sh->size; i++, n++)
 			if (n < max)
-				dst[n] = p->spare->objs[i];
+				dst[n] = sh->objs[i];
 	}
 	thread_unlock_self();
 	return n;

@@ -85,6 +85,36 @@ USLAB_API USLAB_MALLOC_ATTR void *uslab_kmalloc(size_t size);
 USLAB_API USLAB_MALLOC_ATTR void *uslab_kzalloc(size_t size);
 
 /**
+ * uslab_kmalloc_node - uslab_kmalloc() from NUMA node @node (the kernel's
+ * kmalloc_node()).
+ * @size: bytes wanted.
+ * @node: USLAB_NUMA_NO_NODE (the caller's node: uslab_kmalloc() itself), or a
+ *        node id, with USLAB_NODE_STRICT or'd in for that node's memory or
+ *        nothing (<uslab.h>, "NUMA").
+ *
+ * A size class's object comes as uslab_cache_alloc_node() gives it; a
+ * large object's pages are placed on the node. A node without memory (or
+ * that the machine does not have) is served by the caller's node unless
+ * the request is strict. The debug tier's classes serve the caller's node.
+ *
+ * Context: any thread.
+ * Return: as uslab_kmalloc(); NULL with errno EINVAL (@node is neither
+ * USLAB_NUMA_NO_NODE nor a node id) or ENOMEM (no memory; or strict and
+ * the node has none).
+ */
+USLAB_API USLAB_MALLOC_ATTR void *uslab_kmalloc_node(size_t size, int node);
+
+/**
+ * uslab_kzalloc_node - uslab_kmalloc_node(), zeroed.
+ * @size: bytes wanted.
+ * @node: as uslab_kmalloc_node()'s.
+ *
+ * Context: any thread.
+ * Return: as uslab_kmalloc_node().
+ */
+USLAB_API USLAB_MALLOC_ATTR void *uslab_kzalloc_node(size_t size, int node);
+
+/**
  * uslab_kcalloc - allocate an array of @n elements of @size bytes, zeroed.
  * @n:    elements.
  * @size: bytes per element.

@@ -11,7 +11,11 @@
  *   kmem_cache_alloc(s, gfp), kmem_cache_zalloc(s, gfp), kmem_cache_free(s, p)
  *   kmem_cache_alloc_bulk(s, gfp, n, p) -> int, kmem_cache_free_bulk(s, n, p)
  *   kmem_cache_destroy(s) (void), kmem_cache_shrink(s), kmem_cache_size(s)
- *   kmem_cache_alloc_node(s, gfp, node)  (one node: @node is ignored)
+ *   kmem_cache_alloc_node(s, gfp, node), kmalloc_node, kzalloc_node: from
+ *                                NUMA node @node (NUMA_NO_NODE: the
+ *                                caller's); __GFP_THISNODE: that node or
+ *                                NULL (uslab_cache_alloc_node())
+ *   NUMA_NO_NODE, numa_mem_id()  the caller's memory node (uslab_numa_node())
  *   kmalloc(size, gfp), kzalloc, kcalloc(n, size, gfp), kmalloc_array,
  *   krealloc(p, size, gfp), krealloc_array, kmalloc_node, kzalloc_node,
  *   kvmalloc, kvzalloc, kvcalloc, kvfree (no vmalloc: the same memory),
@@ -36,7 +40,8 @@
  *   SLAB_HWCACHE_ALIGN, GFP_KERNEL, GFP_ATOMIC, GFP_NOWAIT, __GFP_NOWARN,
  *   __GFP_ZERO (honoured: the object is zeroed)
  *
- * GFP flags other than __GFP_ZERO are accepted and ignored: uslab never
+ * GFP flags other than __GFP_ZERO and __GFP_THISNODE are accepted and
+ * ignored: uslab never
  * sleeps for memory (it may wait briefly on a lock), and every allocation
  * can fail with NULL.
  */
@@ -60,6 +65,21 @@ typedef unsigned int slab_flags_t;
 #define GFP_NOWAIT 0x04u
 #define __GFP_NOWARN 0x08u
 #define __GFP_ZERO 0x100u
+#define __GFP_THISNODE 0x200u
+#define NUMA_NO_NODE (-1)
+
+/* A _node call's node for uslab: @node, strict under __GFP_THISNODE. */
+static inline int uslab_kmem_node(gfp_t gfp, int node)
+{
+	return (gfp & __GFP_THISNODE) && node != NUMA_NO_NODE ? node | USLAB_NODE_STRICT : node;
+}
+
+/* The caller's memory node (Linux's numa_mem_id(); numa_node_id() is the same here). */
+static inline int numa_mem_id(void)
+{
+	return uslab_numa_node();
+}
+#define numa_node_id() numa_mem_id()
 
 #define SLAB_HWCACHE_ALIGN USLAB_HWCACHE_ALIGN
 #define SLAB_CONSISTENCY_CHECKS USLAB_CONSISTENCY_CHECKS
@@ -133,8 +153,11 @@ static inline unsigned int kmem_cache_size(struct kmem_cache *s)
 
 static inline void *kmem_cache_alloc_node(struct kmem_cache *s, gfp_t gfp, int node)
 {
-	(void)node;
-	return kmem_cache_alloc(s, gfp);
+	void *p = uslab_cache_alloc_node(s, uslab_kmem_node(gfp, node));
+
+	if (p && (gfp & __GFP_ZERO))
+		memset(p, 0, uslab_cache_size(s));
+	return p;
 }
 
 /* ---------------------------------------------------------- kmalloc */
@@ -143,7 +166,6 @@ static inline void *kmem_cache_alloc_node(struct kmem_cache *s, gfp_t gfp, int n
 #define ZERO_OR_NULL_PTR(p) USLAB_ZERO_OR_NULL_PTR(p)
 #define KMALLOC_MAX_CACHE_SIZE USLAB_KMALLOC_MAX_CACHE_SIZE
 #define KMALLOC_MAX_SIZE USLAB_KMALLOC_MAX_SIZE
-#define NUMA_NO_NODE (-1)
 
 static inline void *kmalloc(size_t size, gfp_t gfp)
 {
@@ -173,14 +195,13 @@ static inline void *kcalloc(size_t n, size_t size, gfp_t gfp)
 
 static inline void *kmalloc_node(size_t size, gfp_t gfp, int node)
 {
-	(void)node;
-	return kmalloc(size, gfp);
+	node = uslab_kmem_node(gfp, node);
+	return (gfp & __GFP_ZERO) ? uslab_kzalloc_node(size, node) : uslab_kmalloc_node(size, node);
 }
 
 static inline void *kzalloc_node(size_t size, gfp_t gfp, int node)
 {
-	(void)gfp, (void)node;
-	return uslab_kzalloc(size);
+	return uslab_kzalloc_node(size, uslab_kmem_node(gfp, node));
 }
 
 /* krealloc: with __GFP_ZERO the bytes beyond the old usable size are zeroed. */

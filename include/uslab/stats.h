@@ -46,6 +46,10 @@ enum uslab_stat_item {
 	USLAB_STAT_SHEAF_SHRINK,       /* ... or one class down */
 	USLAB_STAT_BARN_GROW,	       /* the barn's depth went one full sheaf up */
 	USLAB_STAT_BARN_SHRINK,	       /* ... or was halved towards USLAB_BARN_MAX_FULL */
+	USLAB_STAT_NUMA_REMOTE_FREE,   /* NUMA: objects freed on another node's CPU, sent home */
+	USLAB_STAT_NUMA_REMOTE_BATCH,  /* ... in this many batches (one node lock or trade each) */
+	USLAB_STAT_NUMA_FALLBACK,      /* NUMA: a refill took another node's slabs (no memory) */
+	USLAB_STAT_NUMA_MOVED, /* NUMA: a thread's sheaves flushed: it moved to another node */
 	USLAB_STAT_NR_ITEMS
 };
 
@@ -117,6 +121,29 @@ struct uslab_cache_stats {
 	unsigned int percpu_cpus;
 	unsigned long percpu_objects;
 	unsigned long percpu_sheaves;
+};
+
+/**
+ * struct uslab_node_stats - one NUMA node's part of a cache
+ * (uslab_cache_node_stats()): its slabs, whose pages are on that node.
+ * @num_slabs:     slabs of the node.
+ * @num_objs:      objects they can hold.
+ * @active_objs:   of those, handed out of the slabs (as in struct uslab_cache_stats).
+ * @active_slabs:  slabs holding at least one active object.
+ * @partial_slabs: slabs on the node's partial list.
+ * @remote_frees:  objects of the node that threads running on another
+ *                 node freed, sent back to it (USLAB_STAT_NUMA_REMOTE_FREE).
+ * @fallbacks:     refills of the node's callers served by other nodes'
+ *                 slabs, its own having no memory (USLAB_STAT_NUMA_FALLBACK).
+ */
+struct uslab_node_stats {
+	unsigned long num_slabs;
+	unsigned long num_objs;
+	unsigned long active_objs;
+	unsigned long active_slabs;
+	unsigned long partial_slabs;
+	uint64_t remote_frees;
+	uint64_t fallbacks;
 };
 
 /**

@@ -29,7 +29,7 @@ static void test_alignment_and_lookup(void)
 {
 	for (unsigned int order = 0; order <= SLAB_MAX_ORDER; order += 3) {
 		size_t size = PAGE_SIZE << order;
-		struct slab *s = os_slab_alloc(order), *t = os_slab_alloc(order);
+		struct slab *s = os_slab_alloc(order, 0), *t = os_slab_alloc(order, 0);
 
 		CHECK(s && t && s != t, "two slabs of order %u", order);
 		CHECK((uintptr_t)s->base % size == 0, "order %u naturally aligned", order);
@@ -78,7 +78,7 @@ static size_t resident_pages(const void *base, size_t len)
 
 static void test_memory_returned(void)
 {
-	struct slab *s = os_slab_alloc(10); /* 4 MiB */
+	struct slab *s = os_slab_alloc(10, 0); /* 4 MiB */
 	char *base;
 	long r0, r1, r2;
 
@@ -89,7 +89,7 @@ static void test_memory_returned(void)
 	os_slab_free(s);
 	CHECK(os_dirty_bytes() >= 4ul << 20, "a freed slab's pages are retained for reuse");
 	CHECK(rss_bytes() >= r1 - (64 << 10), "still resident");
-	s = os_slab_alloc(10);
+	s = os_slab_alloc(10, 0);
 	base = s->base;
 #if !defined(__SANITIZE_THREAD__) /* (TSan builds map fresh pages: os.c tsan_forget) */
 	CHECK(s->base[0] == 0x77, "the retained slab comes back first, warm");
@@ -104,7 +104,7 @@ static void test_memory_returned(void)
 	CHECK(r1 - r0 >= (4l << 20) - (64 << 10), "touching 4 MiB is resident: %ld", r1 - r0);
 	CHECK(r1 - r2 >= (4l << 20) - (64 << 10) - SHADOW_ALLOWANCE(4l << 20),
 	      "purge gives it back: %ld", r1 - r2);
-	s = os_slab_alloc(10);
+	s = os_slab_alloc(10, 0);
 	CHECK(s->base[0] == 0 && s->base[12345] == 0, "reused memory reads as zero");
 	os_slab_free(s);
 }
@@ -116,7 +116,7 @@ static void test_arena_release(void)
 	size_t before = os_arena_count();
 
 	for (int i = 0; i < 9; i++) {
-		s[i] = os_slab_alloc(12);
+		s[i] = os_slab_alloc(12, 0);
 		CHECK(s[i], "alloc %d", i);
 	}
 	CHECK(os_arena_count() >= before + 2, "9 slabs need 3 arenas");
@@ -146,13 +146,13 @@ static void test_decay_thread(void)
 
 	os_purge();
 	usl_opt.purge_delay_ms = 10;
-	s = os_slab_alloc(4);
+	s = os_slab_alloc(4, 0);
 	base = s->base;
 	memset(base, 1, PAGE_SIZE << 4);
 	os_slab_free(s);
 	CHECK(os_dirty_bytes() == PAGE_SIZE << 4, "retained");
 	/* Demand: the next ticks keep some pages (a kept run, then the rest once it ages out). */
-	s = os_slab_alloc(0);
+	s = os_slab_alloc(0, 0);
 	os_slab_free(s);
 	os_kick();
 	CHECK(os_decay_running(), "the decay thread started");
@@ -184,7 +184,7 @@ static void test_decay_keep(void)
 	usl_opt.purge_delay_ms = 60000; /* no decay thread: the steps are this test's */
 	os_purge();
 	for (int i = 0; i < 2 * KEEP_RUNS; i++)
-		t[i] = os_slab_alloc(0);
+		t[i] = os_slab_alloc(0, 0);
 	for (int i = 0; i < 10; i++)
 		os_decay_step(SIZE_MAX); /* the demand of the allocations above ages out */
 	for (int i = 0; i < 2 * KEEP_RUNS; i += 2)
@@ -192,7 +192,8 @@ static void test_decay_keep(void)
 	CHECK(os_dirty_bytes() == KEEP_RUNS * PAGE_SIZE, "retained");
 	os_decay_step(SIZE_MAX); /* young when picked: kept; aged */
 	CHECK(os_dirty_bytes() == KEEP_RUNS * PAGE_SIZE, "young pages are not purged");
-	u = os_slab_alloc(0); /* a demand of one page: the lowest dirty one, freed again (young) */
+	u = os_slab_alloc(0,
+			  0); /* a demand of one page: the lowest dirty one, freed again (young) */
 	CHECK(u == t[0], "the lowest free page is taken first");
 	os_slab_free(u);
 	os_decay_step(SIZE_MAX);
@@ -217,7 +218,7 @@ static void test_any_order(void)
 
 	os_purge();
 	usl_opt.purge_delay_ms = 60000; /* nothing purged meanwhile */
-	big = os_slab_alloc(12);	/* 16 MiB */
+	big = os_slab_alloc(12, 0);	/* 16 MiB */
 	CHECK(big, "order 12");
 	lo = big->base;
 	hi = lo + (PAGE_SIZE << 12);
@@ -225,13 +226,13 @@ static void test_any_order(void)
 	os_slab_free(big);
 	os_heap_stats(&a);
 	for (int i = 0; i < 8; i++) {
-		small[i] = os_slab_alloc(i % 4);
+		small[i] = os_slab_alloc(i % 4, 0);
 		CHECK(small[i] && small[i]->base >= lo && small[i]->base < hi &&
 			      REUSED_DIRTY(small[i]),
 		      "order %d slab %d from the freed slab's pages, dirty", i % 4, i);
 		CHECK((uintptr_t)small[i]->base % (PAGE_SIZE << (i % 4)) == 0, "aligned");
 	}
-	large = os_large_alloc(9 * PAGE_SIZE, PAGE_SIZE);
+	large = os_large_alloc(9 * PAGE_SIZE, PAGE_SIZE, 0);
 	CHECK(large && large->base >= lo && large->base < hi && large->large_size == 9 * PAGE_SIZE,
 	      "a large object of 9 pages from them too");
 	os_heap_stats(&b);
@@ -259,7 +260,7 @@ static void test_large_resize(void)
 
 	os_purge();
 	os_heap_stats(&a);
-	s = os_large_alloc(10 * PAGE_SIZE, PAGE_SIZE);
+	s = os_large_alloc(10 * PAGE_SIZE, PAGE_SIZE, 0);
 	CHECK(s, "large");
 	s->cache = &fake;
 	os_slab_publish(s);
@@ -273,7 +274,7 @@ static void test_large_resize(void)
 		os_heap_stats(&b);
 		CHECK(b.grown_in_place == a.grown_in_place + 1, "counted");
 	}
-	t = os_slab_alloc(0);
+	t = os_slab_alloc(0, 0);
 	CHECK(t, "a page");
 	CHECK(os_large_resize(s, 4 * PAGE_SIZE), "a shrink is always in place");
 	s->large_size = 4 * PAGE_SIZE;
@@ -285,7 +286,7 @@ static void test_large_resize(void)
 	os_slab_free(t);
 
 	/* Huge: 40 MiB, grown to 200 MiB by mremap, contents kept. */
-	s = os_large_alloc(40ul << 20, PAGE_SIZE);
+	s = os_large_alloc(40ul << 20, PAGE_SIZE, 0);
 	CHECK(s, "huge");
 	s->cache = &fake;
 	os_slab_publish(s);
@@ -321,7 +322,7 @@ static void test_retain_budget(void)
 	usl_opt.purge_delay_ms = 60000; /* only the budget purges */
 	usl_opt.retain_kb = 4 * slab / 1024;
 	for (int i = 0; i < NDIRTY; i++)
-		s[i] = os_slab_alloc(2);
+		s[i] = os_slab_alloc(2, 0);
 	for (int i = 0; i < NDIRTY; i++) {
 		os_slab_free(s[i]);
 		CHECK(os_dirty_bytes() <= 4 * slab, "free %d: within the budget: %zu", i,
@@ -345,7 +346,7 @@ static void test_purge_everything(void)
 	usl_opt.retain_kb = 1u << 20;
 	for (size_t i = 0; i < ARRAY_SIZE(ord); i++)
 		for (int j = 0; j < 3; j++) {
-			s[i][j] = os_slab_alloc(ord[i]);
+			s[i][j] = os_slab_alloc(ord[i], 0);
 			CHECK(s[i][j], "alloc order %u", ord[i]);
 			/* One byte per page: every page resident. */
 			for (size_t k = 0; k < (PAGE_SIZE << ord[i]); k += PAGE_SIZE)
@@ -385,7 +386,7 @@ static void *conc_worker(void *arg)
 		unsigned int order =
 			(rnd_next(&seed) & 1) ? 12 : (unsigned int)(rnd_next(&seed) % 4);
 		size_t size = PAGE_SIZE << order;
-		struct slab *s = os_slab_alloc(order);
+		struct slab *s = os_slab_alloc(order, 0);
 		uintptr_t stamp = id << 32 | (uintptr_t)i;
 
 		CHECK_COUNTED(checks, s && s->state == SLAB_NEW, "a new slab");

@@ -30,7 +30,7 @@ static void test_free_pointer(void)
 
 static void test_carve(void)
 {
-	struct slab *s = os_slab_alloc(cache->order);
+	struct slab *s = os_slab_alloc(cache->order, 0);
 	void **dst = calloc(cache->objects + 1, sizeof(void *));
 	unsigned int k;
 
@@ -51,7 +51,7 @@ static void test_carve(void)
 /* Objects of two slabs, A and B, in a chosen pattern. */
 static void test_detached_freelist(void)
 {
-	struct slab *a = os_slab_alloc(cache->order), *b = os_slab_alloc(cache->order);
+	struct slab *a = os_slab_alloc(cache->order, 0), *b = os_slab_alloc(cache->order, 0);
 	struct detached_freelist df;
 	void *p[8];
 	size_t next;
@@ -98,7 +98,7 @@ static void test_detached_freelist(void)
 /* A slab of @c set up (with an OFFSLAB array when @c needs one) and put on no list. */
 static struct slab *new_slab(struct uslab_cache *c)
 {
-	struct slab *s = os_slab_alloc(c->order);
+	struct slab *s = os_slab_alloc(c->order, 0);
 
 	slab_setup(c, s, c->offslab ? cache_alloc_direct(c->offslab) : NULL);
 	return s;
