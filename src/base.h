@@ -349,10 +349,27 @@ static inline bool numa_on(void)
 	return __builtin_expect(numa_topo.nr_nodes > 1, 0);
 }
 
-/* The memory node of the CPU the calling thread runs on now (0 with NUMA off). */
+/*
+ * The memory node of the CPU the calling thread runs on now (0 with NUMA
+ * off): rseq's cpu_id through the table, three loads; sched_getcpu() where
+ * rseq is not registered (cpu_id negative).
+ */
 static inline unsigned int numa_node_self(void)
 {
-	return numa_on() ? numa_node_self_slow() : 0;
+	if (!numa_on())
+		return 0;
+#ifdef USLAB_PRIV_RSEQ
+	{
+		const struct rseq *rs =
+			(const struct rseq *)(const void *)((char *)__builtin_thread_pointer() +
+							    __rseq_offset);
+		unsigned int cpu = (unsigned int)__atomic_load_n(&rs->cpu_id, __ATOMIC_RELAXED);
+
+		if (likely(cpu < NUMA_MAX_CPUS))
+			return numa_topo.cpu_mem[cpu];
+	}
+#endif
+	return numa_node_self_slow();
 }
 
 /* Whether @node is one uslab can place memory on. */

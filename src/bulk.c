@@ -323,8 +323,10 @@ static void free_to_cache(struct uslab_cache *c, size_t n, void **objs)
 		unsigned int nid = pcs_numa_sync(c, p);
 
 		for (size_t k = 0; k < n; k++) {
-			if (objs[k] && os_slab_lookup(objs[k])->node != nid) {
-				pcs_numa_remote(c, p, objs[k]);
+			unsigned int on = objs[k] ? os_slab_lookup(objs[k])->node : nid;
+
+			if (on != nid) {
+				pcs_numa_remote(c, p, objs[k], on);
 				objs[k] = NULL;
 			}
 		}

@@ -569,14 +569,15 @@ void *percpu_alloc(struct uslab_cache *c, struct percpu_slot *slots)
  */
 bool percpu_free_remote(struct uslab_cache *c, void *obj)
 {
+	unsigned int node;
 	struct pcs *p;
 
-	if (!cache_numa(c) || os_slab_lookup(obj)->node == numa_node_self())
+	if (!cache_numa(c) || (node = os_slab_lookup(obj)->node) == numa_node_self())
 		return false;
 	p = pcs_counters(c);
 	if (!p)
 		return false; /* (no thread state: into the CPU's sheaf) */
-	pcs_numa_remote(c, p, obj);
+	pcs_numa_remote(c, p, obj, node);
 	return true;
 }
 

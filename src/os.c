@@ -433,6 +433,7 @@ static void tails_set(struct slab *s, size_t from, size_t to)
 
 		USLAB_ASSERT(!d->cache);
 		d->pcs_id = 0;
+		d->node = s->node; /* (every page of an arena is its node's: read from any page) */
 		d->state = SLAB_TAIL;
 		__atomic_store_n(&d->base, NULL, __ATOMIC_RELAXED);
 		__atomic_store_n(&d->head, s, __ATOMIC_RELAXED);

@@ -93,7 +93,8 @@ struct pcs {
 	/* First line: the fast paths (uslab/fastpath.h, uslab/inline/kmalloc.h). */
 	struct uslab_priv_pcs hot;
 	struct sheaf *main;
-	unsigned int node; /* NUMA: the node whose objects main and spare hold (0: off) */
+	uint16_t node;	      /* NUMA: the node whose objects main and spare hold (0: off) */
+	uint16_t remote_node; /* NUMA: 1 + the node of every object on remote; 0: none; or MIXED */
 	/* Second line: the slow paths. */
 	struct sheaf *spare;	   /* NULL, or an empty or full sheaf */
 	struct sheaf *remote;	   /* NUMA: objects of other nodes freed here, on their way home */
@@ -107,6 +108,8 @@ struct pcs {
 } CACHELINE_ALIGNED;
 
 _Static_assert(sizeof(struct pcs) == 2 * CACHELINE, "a pcs is two cache lines");
+/* struct pcs.remote_node: the remote sheaf holds objects of several nodes. */
+#define PCS_REMOTE_MIXED 0xffffu
 
 struct pcs_events {
 	uint64_t ev[USLAB_STAT_NR_ITEMS];
@@ -154,7 +157,7 @@ INTERNAL size_t pcs_gather_self(struct uslab_cache *c, void **dst, size_t max);
 INTERNAL void pcs_stat(struct pcs *p, enum uslab_stat_item item, uint64_t n);
 INTERNAL unsigned int pcs_numa_sync(struct uslab_cache *c, struct pcs *p);
 INTERNAL void pcs_numa_put(struct uslab_cache *c, struct pcs *p, void *obj, const struct slab *s);
-INTERNAL void pcs_numa_remote(struct uslab_cache *c, struct pcs *p, void *obj);
+INTERNAL void pcs_numa_remote(struct uslab_cache *c, struct pcs *p, void *obj, unsigned int node);
 INTERNAL void pcs_events_sum(const struct pcs *p, uint64_t *ev);
 
 INTERNAL int thread_start_self(void);

@@ -41,6 +41,8 @@ def report(h, p, r):
     rows = []
     for b, m, what, f in ROWS:
         on, off = h.get("numa", "on", b, m), h.get("numa", "off", b, m)
+        if m in ("remote_ns", "per_batch"):
+            off = None  # (no node to ask for, nothing sent home, with NUMA off)
         rows.append((what, fmt(on, f), fmt(off, f)))
     r.table(["what", "NUMA on", "NUMA off"], rows)
     r()
