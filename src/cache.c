@@ -827,7 +827,7 @@ unsigned int node_refill(struct uslab_cache *c, void **dst, unsigned int want, b
 			do
 				got = node_take(c, o, dst, got, want, &exhausted);
 			while (got < want && !exhausted);
-			node_stat(n, USLAB_STAT_NUMA_FALLBACK);
+			cache_node_event(c, nid, USLAB_STAT_NUMA_FALLBACK, 1);
 		}
 	}
 	if (unlikely(c->debug) && got && hand_out)
@@ -942,6 +942,21 @@ void cache_shrink_node(struct uslab_cache *c)
 {
 	for (unsigned int nid = 0; nid < c->nr_nodes; nid++)
 		node_shrink(c, cache_node(c, nid));
+}
+
+/* Count @n events @item on node @nid of @c (under its lock: the counters' rule). */
+void cache_node_event(struct uslab_cache *c, unsigned int nid, enum uslab_stat_item item,
+		      uint64_t n)
+{
+#if USLAB_STATS
+	struct node *nd = cache_node(c, nid);
+
+	ulock_lock(&nd->lock);
+	node_stat_n(nd, item, n);
+	ulock_unlock(&nd->lock);
+#else
+	(void)c, (void)nid, (void)item, (void)n;
+#endif
 }
 
 /* Fold a thread's event counters into the node (the thread drains). */

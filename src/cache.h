@@ -260,6 +260,8 @@ INTERNAL unsigned long cache_release_all(struct uslab_cache *c);
 INTERNAL void cache_list_live(struct uslab_cache *c);
 INTERNAL void cache_for_each(void (*fn)(struct uslab_cache *c, void *arg), void *arg);
 INTERNAL void cache_add_events(struct uslab_cache *c, const uint64_t *ev);
+INTERNAL void cache_node_event(struct uslab_cache *c, unsigned int nid, enum uslab_stat_item item,
+			       uint64_t n);
 INTERNAL uint64_t cache_node_stats(struct uslab_cache *c, struct uslab_cache_stats *st);
 INTERNAL void cache_node_counts(struct uslab_cache *c, unsigned int nid,
 				struct uslab_node_stats *st);
@@ -270,6 +272,7 @@ INTERNAL void *cache_guard_alloc(struct uslab_cache *c);
 
 /* Count one event of the node, under its lock; nothing without USLAB_STATS. */
 #define node_stat(n, item) stat_event((n)->ev[item], 1)
+#define node_stat_n(n, item, k) stat_event((n)->ev[item], (k))
 
 /*
  * A free object is poisoned, except in TYPESAFE_BY_RCU caches (RCU readers

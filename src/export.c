@@ -54,7 +54,12 @@ static uint64_t ns_of(clockid_t clk)
 struct gather {
 	struct export_row *rows;
 	uint32_t n, max;
+	struct uslab_node_stats *nodes; /* the node table, or NULL */
+	uint32_t nr_nodes;
 };
+
+/* The node table's entries per row: the NUMA nodes, 0 with one (no table). */
+static uint32_t map_nodes;
 
 /* One cache's row (cache_for_each's callback: caches_lock held). */
 static void gather_one(struct uslab_cache *c, void *arg)
@@ -64,21 +69,25 @@ static void gather_one(struct uslab_cache *c, void *arg)
 
 	if (g->n == g->max)
 		return;
-	r = &g->rows[g->n++];
+	r = &g->rows[g->n];
 	memset(r, 0, sizeof(*r));
+	r->index = g->n++;
 	snprintf(r->name, sizeof(r->name), "%s", c->name);
 	r->flags = c->flags | c->debug;
 	lifecycle_stats(c, &r->st); /* (uslab's own caches too: no handle check) */
 	r->sheaved = thread_sum_sheaved(c);
+	for (uint32_t nid = 0; g->nodes && nid < g->nr_nodes && nid < c->nr_nodes; nid++)
+		cache_node_counts(c, nid, &g->nodes[(size_t)r->index * g->nr_nodes + nid]);
 }
 
 /*
  * Rows of every cache into @rows (at most @max), in the list's order (newest
  * first). Return: how many.
  */
-static uint32_t gather(struct export_row *rows, uint32_t max)
+static uint32_t gather(struct export_row *rows, uint32_t max, struct uslab_node_stats *nodes,
+		       uint32_t nr_nodes)
 {
-	struct gather g = { rows, 0, max };
+	struct gather g = { rows, 0, max, nodes, nr_nodes };
 
 	cache_for_each(gather_one, &g);
 	return g.n;
@@ -104,7 +113,10 @@ static void refresh(void)
 	__atomic_store_n(&map->seq, map->seq + 1, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 #endif
-	map->nrows = gather(rows, EXPORT_MAX_ROWS);
+	map->nrows = gather(
+		rows, EXPORT_MAX_ROWS,
+		map_nodes ? (struct uslab_node_stats *)(void *)(rows + EXPORT_MAX_ROWS) : NULL,
+		map_nodes);
 	if (!uslab_rcu_stats(&rcu))
 		map->rcu = rcu;
 	lifecycle_heap_stats(&heap);
@@ -230,7 +242,7 @@ fail:
  */
 static int export_open(void)
 {
-	size_t bytes = export_bytes(EXPORT_MAX_ROWS);
+	size_t bytes;
 	char tmp[sizeof(name) + 8];
 	struct stat sb;
 	FILE *opts;
@@ -239,6 +251,11 @@ static int export_open(void)
 	if (export_open_dir())
 		return -1;
 	sweep_stale();
+	/* With NUMA on, the node table too (nodes beyond the file's table are not shown). */
+	map_nodes = numa_on() ? numa_topo.nr_nodes : 0;
+	if (map_nodes > EXPORT_MAX_NODES)
+		map_nodes = EXPORT_MAX_NODES;
+	bytes = export_file_bytes(map_nodes);
 	snprintf(name, sizeof(name), "%s%d", EXPORT_PREFIX, (int)getpid());
 	snprintf(tmp, sizeof(tmp), "%s.new", name);
 	unlinkat(dir_fd, tmp, 0); /* left by a crash between open and rename */
@@ -259,6 +276,7 @@ static int export_open(void)
 	if (err)
 		goto fail_unlink;
 	map->version = EXPORT_VERSION;
+	map->nr_nodes = map_nodes;
 	map->row_size = sizeof(struct export_row);
 	map->pid = (int32_t)getpid();
 	map->starttime = export_starttime(map->pid);
@@ -302,7 +320,7 @@ static void export_start(void)
 	if (err) {
 		usl_warn("USLAB_STATS=1: not exporting: no thread (%s)", strerror(err));
 		unlinkat(dir_fd, name, 0);
-		munmap(map, export_bytes(EXPORT_MAX_ROWS));
+		munmap(map, export_file_bytes(map_nodes));
 		map = NULL;
 		close(dir_fd);
 		dir_fd = -1;
@@ -331,7 +349,7 @@ void export_fork_child(void)
 
 	if (!exporter_running)
 		return;
-	munmap(map, export_bytes(EXPORT_MAX_ROWS));
+	munmap(map, export_file_bytes(map_nodes));
 	map = NULL;
 	close(dir_fd);
 	dir_fd = -1;
@@ -355,7 +373,7 @@ void uslab_stats_print(FILE *f)
 	if (!rows) {
 		fprintf(f, "uslab: no memory for the statistics\n");
 	} else {
-		n = gather(rows, EXPORT_MAX_ROWS);
+		n = gather(rows, EXPORT_MAX_ROWS, NULL, 0);
 		export_print_slabinfo(f, rows, n);
 		fflush(f);
 		os_munmap(rows, bytes);

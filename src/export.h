@@ -30,9 +30,11 @@
 /*
  * The layout's version: a reader refuses a file of another (uslab-stat says
  * which it found and which it reads). 1: the caches, rcu and options;
- * 2: the page heap (@heap) after @rcu.
+ * 2: the page heap (@heap) after @rcu; 4: NUMA, @nr_nodes and the node
+ * table after the rows (EXPORT_MAX_ROWS rows of @nr_nodes entries: the
+ * row at @index has entries [@index * @nr_nodes, ... + @nr_nodes)).
  */
-#define EXPORT_VERSION 3
+#define EXPORT_VERSION 4
 #define EXPORT_SHM "/dev/shm"  /* the fallback: EXPORT_SHM/uslab-UID */
 #define EXPORT_RUN "/run/user" /* the XDG runtime directories: EXPORT_RUN/UID */
 #define EXPORT_PREFIX "uslab-stat."
@@ -40,12 +42,13 @@
 #define EXPORT_NAME_ESCAPED (4 * USLAB_NAME_MAX + 5) /* a name through export_escape() */
 #define EXPORT_MAX_ROWS USLAB_MAX_CACHES
 #define EXPORT_OPTIONS_BYTES 8192
+#define EXPORT_MAX_NODES 16 /* a file's node table: at most this many nodes a row */
 
 struct export_row {
 	char name[USLAB_NAME_MAX + 1];
 	uint64_t sheaved; /* objects in the threads' sheaves (racy sum) */
 	uint32_t flags;	  /* creation flags (debug tier's included) */
-	uint32_t pad;
+	uint32_t index;	  /* its place in the file, for the node table (rows may be sorted) */
 	struct uslab_cache_stats st;
 };
 
@@ -64,6 +67,8 @@ struct export_header {
 	uint64_t refreshes;
 	struct uslab_rcu_stats rcu;
 	struct uslab_heap_stats heap; /* the page heap (uslab_heap_stats()), at each refresh */
+	uint32_t nr_nodes;	      /* NUMA nodes of the node table; 0: NUMA off, no table */
+	uint32_t pad;
 	char options[EXPORT_OPTIONS_BYTES]; /* uslab_options_print()'s text */
 };
 
@@ -149,6 +154,13 @@ static inline size_t export_bytes(uint32_t rows)
 	return sizeof(struct export_header) + (size_t)rows * sizeof(struct export_row);
 }
 
+/* The file: the header, EXPORT_MAX_ROWS rows, and with NUMA on the node table. */
+static inline size_t export_file_bytes(uint32_t nr_nodes)
+{
+	return export_bytes(EXPORT_MAX_ROWS) +
+	       (size_t)EXPORT_MAX_ROWS * nr_nodes * sizeof(struct uslab_node_stats);
+}
+
 /* /proc/PID/stat's start time (field 22), 0 if unreadable. */
 static inline uint64_t export_starttime(int pid)
 {
@@ -193,6 +205,8 @@ void export_print_slabinfo(FILE *f, const struct export_row *rows, uint32_t n);
 void export_print_events(FILE *f, const struct export_row *rows, uint32_t n);
 /* Caches with sheaves: capacity now, min, max, barn trades, grow/shrink steps. */
 void export_print_sheaves(FILE *f, const struct export_row *rows, uint32_t n);
+void export_print_nodes(FILE *f, const struct export_row *rows, uint32_t n,
+			const struct uslab_node_stats *nodes, uint32_t nr_nodes);
 /* The page heap: a line per figure (uslab-stat --heap). */
 void export_print_heap(FILE *f, const struct uslab_heap_stats *h);
 /* The page heap in one "# heap:" line (under the slabinfo table's totals). */

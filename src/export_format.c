@@ -88,6 +88,36 @@ void export_print_sheaves(FILE *f, const struct export_row *rows, uint32_t n)
 	}
 }
 
+/*
+ * --nodes: each cache's slabs per NUMA node (a row per cache and node with
+ * slabs); with NUMA off (@nr_nodes 0) a line that says so.
+ */
+void export_print_nodes(FILE *f, const struct export_row *rows, uint32_t n,
+			const struct uslab_node_stats *nodes, uint32_t nr_nodes)
+{
+	if (!nr_nodes) {
+		fprintf(f, "# one NUMA node: every slab is node 0's (uslab-stat PID shows them)\n");
+		return;
+	}
+	fprintf(f, "# %-15s %4s %8s %10s %10s %8s %12s %9s\n", "cache", "node", "slabs", "objs",
+		"active", "partial", "remote_frees", "fallbacks");
+	for (uint32_t r = 0; r < n; r++) {
+		char name[EXPORT_NAME_ESCAPED];
+
+		export_escape(name, sizeof(name), rows[r].name, false);
+		for (uint32_t k = 0; k < nr_nodes; k++) {
+			const struct uslab_node_stats *ns =
+				&nodes[(size_t)rows[r].index * nr_nodes + k];
+
+			if (!ns->num_slabs && !ns->remote_frees && !ns->fallbacks)
+				continue;
+			fprintf(f, "%-17s %4u %8lu %10lu %10lu %8lu %12" PRIu64 " %9" PRIu64 "\n",
+				name, k, ns->num_slabs, ns->num_objs, ns->active_objs,
+				ns->partial_slabs, ns->remote_frees, ns->fallbacks);
+		}
+	}
+}
+
 double export_madvise_per_gib(const struct uslab_heap_stats *h)
 {
 	return h->purged_bytes ? (double)h->madvise_calls * (1u << 30) / (double)h->purged_bytes :

@@ -583,6 +583,26 @@ static inline void remote_note(struct pcs *p, unsigned int node)
 }
 
 /*
+ * Count the objects of @sh coming home on their nodes (struct
+ * uslab_node_stats.remote_frees): all on @nid, or (-1) each on its own,
+ * one node lock per node (the scan only for a sheaf of mixed nodes).
+ */
+static void remote_count(struct uslab_cache *c, const struct sheaf *sh, int nid)
+{
+	uint32_t per[NUMA_MAX_NODES] = { 0 };
+
+	if (nid >= 0) {
+		cache_node_event(c, (unsigned int)nid, USLAB_STAT_NUMA_REMOTE_FREE, sh->size);
+		return;
+	}
+	for (uint32_t i = 0; i < sh->size; i++)
+		per[os_slab_lookup(sh->objs[i])->node]++;
+	for (unsigned int k = 0; k < c->nr_nodes; k++)
+		if (per[k])
+			cache_node_event(c, k, USLAB_STAT_NUMA_REMOTE_FREE, per[k]);
+}
+
+/*
  * Send the remote sheaf home (full, or draining): traded whole at its
  * node's barn if its objects are of one node, else freed to their slabs.
  * Under the thread's lock; the sheaf stays the thread's unless traded.
@@ -600,7 +620,7 @@ static void remote_flush(struct uslab_cache *c, struct pcs *p)
 	p->remote_node = 0;
 	if (!sh || !sh->size)
 		return;
-	pcs_stat(p, USLAB_STAT_NUMA_REMOTE_FREE, sh->size);
+	remote_count(c, sh, nid);
 	pcs_stat(p, USLAB_STAT_NUMA_REMOTE_BATCH, 1);
 	if (nid >= 0) {
 		sh->filler = NULL; /* cold for whoever takes it */
@@ -664,7 +684,7 @@ void pcs_numa_remote(struct uslab_cache *c, struct pcs *p, void *obj, unsigned i
 	sh = p->remote;
 	if (!sh) {
 		/* No memory for a sheaf: home at once. */
-		pcs_stat(p, USLAB_STAT_NUMA_REMOTE_FREE, 1);
+		cache_node_event(c, node, USLAB_STAT_NUMA_REMOTE_FREE, 1);
 		pcs_stat(p, USLAB_STAT_NUMA_REMOTE_BATCH, 1);
 		cache_free_objects(c, &obj, 1, 0);
 	} else {

@@ -13,6 +13,8 @@
  *   uslab-stat --events PID        slow-path counters per cache
  *   uslab-stat --sheaves PID       sheaf capacity (now, min, max), barn trades,
  *                                  per-CPU sheaves (CPUs, sheaves, objects held)
+ *   uslab-stat --nodes PID         NUMA: each cache's slabs, objects and remote
+ *                                  frees per node (a process with NUMA on)
  *   uslab-stat --heap PID          the page heap: mapped, used, retained, purged
  *   uslab-stat --json PID          the snapshot as JSON
  *   uslab-stat --options [PID]     the USLAB_* variables in effect
@@ -43,7 +45,17 @@
 struct snap {
 	struct export_header h;
 	struct export_row *rows;
+	struct uslab_node_stats *nodes; /* the node table (h.nr_nodes per row), or NULL */
 };
+
+/* What snap_read() allocated. */
+static void snap_free(struct snap *s)
+{
+	free(s->rows);
+	free(s->nodes);
+	s->rows = NULL;
+	s->nodes = NULL;
+}
 
 static const char *prog = "uslab-stat";
 static bool quiet; /* fail() prints nothing (watch(): the process may have exited) */
@@ -145,7 +157,12 @@ static int snap_read(int pid, struct snap *s)
 		goto out;
 	}
 	s->rows = calloc(EXPORT_MAX_ROWS, sizeof(struct export_row));
-	if (!s->rows) {
+	s->nodes = calloc((size_t)EXPORT_MAX_ROWS * EXPORT_MAX_NODES, sizeof(*s->nodes));
+	if (!s->rows || !s->nodes) {
+		free(s->rows);
+		free(s->nodes);
+		s->rows = NULL;
+		s->nodes = NULL;
 		fail("no memory (pid %d)", pid);
 		goto out;
 	}
@@ -157,16 +174,24 @@ static int snap_read(int pid, struct snap *s)
 			break;
 		if (!(seq & 1)) {
 			if (!read_at(fd, &s->h, sizeof(s->h), 0) || s->h.nrows > EXPORT_MAX_ROWS ||
+			    s->h.nr_nodes > EXPORT_MAX_NODES ||
 			    !read_at(fd, s->rows, (size_t)s->h.nrows * sizeof(struct export_row),
-				     (off_t)sizeof(s->h)))
+				     (off_t)sizeof(s->h)) ||
+			    (s->h.nr_nodes &&
+			     !read_at(fd, s->nodes,
+				      (size_t)s->h.nrows * s->h.nr_nodes * sizeof(*s->nodes),
+				      (off_t)export_bytes(EXPORT_MAX_ROWS))))
 				break;
 			/* (Each pread is a system call: the loads cannot pass it.) */
 			if (!read_at(fd, &again, sizeof(again), seq_off))
 				break;
 			if (again == seq) {
 				s->h.options[sizeof(s->h.options) - 1] = 0;
-				for (uint32_t i = 0; i < s->h.nrows; i++)
+				for (uint32_t i = 0; i < s->h.nrows; i++) {
 					s->rows[i].name[USLAB_NAME_MAX] = 0;
+					if (s->rows[i].index >= s->h.nrows)
+						s->rows[i].index = 0; /* (not trusted) */
+				}
 				ret = 0;
 				goto out;
 			}
@@ -179,8 +204,7 @@ static int snap_read(int pid, struct snap *s)
 	}
 	fail("%s (pid %d) is truncated or not a uslab snapshot", path, pid);
 out_rows:
-	free(s->rows);
-	s->rows = NULL;
+	snap_free(s);
 out:
 	close(fd);
 	return ret;
@@ -290,7 +314,20 @@ static void print_json(FILE *f, const struct snap *s)
 		for (unsigned int k = 0; uslab_stat_name(k); k++)
 			fprintf(f, "%s\"%s\": %" PRIu64, k ? ", " : "", uslab_stat_name(k),
 				r->st.events[k]);
-		fputs("}}", f);
+		fputc('}', f);
+		for (uint32_t n = 0; n < s->h.nr_nodes; n++) {
+			const struct uslab_node_stats *ns =
+				&s->nodes[(size_t)r->index * s->h.nr_nodes + n];
+
+			fprintf(f,
+				"%s{\"node\": %u, \"num_slabs\": %lu, \"num_objs\": %lu"
+				", \"active_objs\": %lu, \"active_slabs\": %lu, \"partial_slabs\": %lu"
+				", \"remote_frees\": %" PRIu64 ", \"fallbacks\": %" PRIu64 "}",
+				n ? ", " : ", \"nodes\": [", n, ns->num_slabs, ns->num_objs,
+				ns->active_objs, ns->active_slabs, ns->partial_slabs,
+				ns->remote_frees, ns->fallbacks);
+		}
+		fputs(s->h.nr_nodes ? "]}" : "}", f);
 	}
 	fputs("\n]}\n", f);
 }
@@ -371,7 +408,7 @@ static int watch(int pid, double seconds)
 		fputs("\033[J", stdout);
 		fflush(stdout);
 		free(buf);
-		free(s.rows);
+		snap_free(&s);
 		nanosleep(&ts, NULL);
 	}
 }
@@ -411,7 +448,7 @@ static void list_dir(const char *dir)
 		}
 		export_escape(shown, sizeof(shown), comm, false);
 		printf("%6d %6u %8" PRIu64 "  %s\n", pid, s.h.nrows, objs, shown);
-		free(s.rows);
+		snap_free(&s);
 	}
 	if (d)
 		closedir(d);
@@ -456,7 +493,8 @@ static int list(void)
 static int usage(void)
 {
 	fprintf(stderr,
-		"usage: %s [-s KEY] [-w SECONDS] [--events | --sheaves | --heap | --json] PID\n"
+		"usage: %s [-s KEY] [-w SECONDS] [--events | --sheaves | --nodes | --heap | --json] "
+		"PID\n"
 		"       %s --options [PID]\n"
 		"       %s --list\n"
 		"KEY: name, objs, active, size, slabs, mem (default for -w: mem)\n",
@@ -466,7 +504,7 @@ static int usage(void)
 
 int main(int argc, char **argv)
 {
-	enum { SLABINFO, EVENTS, SHEAVES, HEAP, JSON, OPTIONS } what = SLABINFO;
+	enum { SLABINFO, EVENTS, SHEAVES, NODES, HEAP, JSON, OPTIONS } what = SLABINFO;
 	double wait = 0;
 	int pid = 0, i;
 	struct snap s;
@@ -476,6 +514,8 @@ int main(int argc, char **argv)
 			what = EVENTS;
 		} else if (!strcmp(argv[i], "--sheaves")) {
 			what = SHEAVES;
+		} else if (!strcmp(argv[i], "--nodes")) {
+			what = NODES;
 		} else if (!strcmp(argv[i], "--heap")) {
 			what = HEAP;
 		} else if (!strcmp(argv[i], "--json")) {
@@ -528,6 +568,9 @@ int main(int argc, char **argv)
 	case SHEAVES:
 		export_print_sheaves(stdout, s.rows, s.h.nrows);
 		break;
+	case NODES:
+		export_print_nodes(stdout, s.rows, s.h.nrows, s.nodes, s.h.nr_nodes);
+		break;
 	case HEAP:
 		export_print_heap(stdout, &s.h.heap);
 		break;
@@ -542,6 +585,6 @@ int main(int argc, char **argv)
 		break;
 	}
 	}
-	free(s.rows);
+	snap_free(&s);
 	return 0;
 }

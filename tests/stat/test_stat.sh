@@ -93,6 +93,28 @@ done
 # --sheaves: capacity now, min, max of each cache with sheaves (stat_a adapts: 126..1022 at most).
 "$stat" --sheaves "$pid" | awk '$1 == "stat_a" { ok = $2 >= $3 && $2 <= $4 && $3 >= 2 } END { exit !ok }' ||
 	fail "--sheaves: $("$stat" --sheaves "$pid")"
+# --nodes: one NUMA node here, which it says; under a fake two-node topology (a second child),
+# each cache's slabs per node, whose active objects add up to the cache's (text and JSON).
+"$stat" --nodes "$pid" | grep -q "^# one NUMA node" || fail "--nodes, one node: $("$stat" --nodes "$pid")"
+mkfifo "$dir/in2"
+USLAB_NUMA_FAKE=0:0,1:1 USLAB_STATS=1 USLAB_STATS_MS=20 "$child" < "$dir/in2" > "$dir/out2" &
+pid2=$!
+exec 4> "$dir/in2"
+for i in $(seq 100); do grep -q ready "$dir/out2" 2>/dev/null && break; sleep 0.1; done
+grep -q ready "$dir/out2" || fail "the NUMA child did not start"
+sleep 0.2
+# (The child is idle: slabinfo's active objects, sheaved ones included, hold still.)
+want2=$("$stat" "$pid2" | awk '$1 == "stat_a" { print $2 }')
+"$stat" --nodes "$pid2" > "$dir/nodes" || fail "--nodes failed"
+awk -v a="$want2" '$1 == "stat_a" { sum += $5; n++ } END { exit !(n >= 1 && sum == a) }' "$dir/nodes" ||
+	fail "--nodes: stat_a's active objects per node do not add up to $want2: $(cat "$dir/nodes")"
+"$stat" --json "$pid2" | python3 -c '
+import json, sys
+c = [c for c in json.load(sys.stdin)["caches"] if c["name"] == "stat_a"][0]
+assert len(c["nodes"]) == 2 and sum(n["active_objs"] for n in c["nodes"]) == c["active_objs"], c
+' || fail "--json: the nodes of stat_a"
+exec 4>&-
+wait "$pid2" || fail "the NUMA child failed"
 "$stat" -s name "$pid" > /dev/null || fail "-s name failed"
 # -s active: largest first, so stat_a (more active objects) above stat_b.
 "$stat" -s active "$pid" | awk -v a="$want_a" -v b="$want_b" '
