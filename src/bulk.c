@@ -323,7 +323,9 @@ static void free_to_cache(struct uslab_cache *c, size_t n, void **objs)
 		unsigned int nid = pcs_numa_sync(c, p);
 
 		for (size_t k = 0; k < n; k++) {
-			unsigned int on = objs[k] ? os_slab_lookup(objs[k])->node : nid;
+			const struct slab *s = objs[k] ? os_slab_lookup(objs[k]) : NULL;
+			/* (No slab: not uslab's, reported where the slab path meets it.) */
+			unsigned int on = s ? s->node : nid;
 
 			if (on != nid) {
 				pcs_numa_remote(c, p, objs[k], on);

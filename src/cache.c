@@ -818,16 +818,26 @@ unsigned int node_refill(struct uslab_cache *c, void **dst, unsigned int want, b
 			break;
 	}
 	if (unlikely(got < want) && c->nr_nodes > 1 && !NODE_STRICT(req)) {
-		/* No memory for a slab on @nid: what the others have, nearest first. */
+		/*
+		 * No memory for a slab on @nid: the others' partial slabs, then
+		 * a new slab on one of them (its arenas may have free pages
+		 * where a new mapping for @nid could not be had), nearest first.
+		 */
 		for (unsigned int k = 0; k < numa_topo.nr_order[nid] && got < want; k++) {
 			struct node *o = cache_node(c, numa_topo.order[nid][k]);
 
 			if (o == n)
 				continue;
+			was = got;
 			do
 				got = node_take(c, o, dst, got, want, &exhausted);
 			while (got < want && !exhausted);
-			cache_node_event(c, nid, USLAB_STAT_NUMA_FALLBACK, 1);
+			for (unsigned int before = ~0u; got < want && got != before;) {
+				before = got;
+				got = node_grow(c, o, dst, got, want);
+			}
+			if (got > was)
+				cache_node_event(c, nid, USLAB_STAT_NUMA_FALLBACK, 1);
 		}
 	}
 	if (unlikely(c->debug) && got && hand_out)
@@ -878,7 +888,8 @@ unsigned int cache_refill_node(struct uslab_cache *c, void **dst, unsigned int w
 {
 	unsigned int got = 0;
 
-	if (c->flags & USLAB_POOL) {
+	/* (A pool's loose array holds any node's objects: not for a strict request.) */
+	if ((c->flags & USLAB_POOL) && !NODE_STRICT(req)) {
 		got = loose_take(c, dst, want);
 		if (got < want && (c->flags & USLAB_POOL_EXTERNAL)) {
 			errno = ENOBUFS;

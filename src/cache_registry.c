@@ -252,7 +252,8 @@ void cache_fork_prepare(void)
 	USLAB_ASSERT(lockdep_held(LOCK_THREADS));
 
 	list_for_each_entry(c, &caches, list) {
-		ulock_lock(&c->barn.lock);
+		for (unsigned int nid = 0; nid < c->nr_nodes; nid++)
+			ulock_lock(&cache_barn(c, nid)->lock);
 	}
 	list_for_each_entry(c, &caches, list) {
 		for (unsigned int nid = 0; nid < c->nr_nodes; nid++)
@@ -267,7 +268,8 @@ void cache_fork_parent(void)
 	list_for_each_entry(c, &caches, list) {
 		for (unsigned int nid = c->nr_nodes; nid--;)
 			ulock_unlock(&cache_node(c, nid)->lock);
-		ulock_unlock(&c->barn.lock);
+		for (unsigned int nid = c->nr_nodes; nid--;)
+			ulock_unlock(&cache_barn(c, nid)->lock);
 	}
 }
 
@@ -276,8 +278,9 @@ void cache_fork_child(void)
 	struct uslab_cache *c;
 
 	list_for_each_entry(c, &caches, list) {
-		for (unsigned int nid = 0; nid < c->nr_nodes; nid++)
+		for (unsigned int nid = 0; nid < c->nr_nodes; nid++) {
 			ulock_init(&cache_node(c, nid)->lock);
-		ulock_init(&c->barn.lock);
+			ulock_init(&cache_barn(c, nid)->lock);
+		}
 	}
 }

@@ -569,10 +569,12 @@ void *percpu_alloc(struct uslab_cache *c, struct percpu_slot *slots)
  */
 bool percpu_free_remote(struct uslab_cache *c, void *obj)
 {
+	const struct slab *s;
 	unsigned int node;
 	struct pcs *p;
 
-	if (!cache_numa(c) || (node = os_slab_lookup(obj)->node) == numa_node_self())
+	/* (No slab: not uslab's; the CPU's sheaf, then the slab path, reports it.) */
+	if (!cache_numa(c) || !(s = os_slab_lookup(obj)) || (node = s->node) == numa_node_self())
 		return false;
 	p = pcs_counters(c);
 	if (!p)

@@ -378,10 +378,18 @@ void *uslab_kmalloc_node(size_t size, int node)
 		return NULL;
 	}
 	if (size - 1 < USLAB_KMALLOC_MAX_CACHE_SIZE && !booting() && classes_init()) {
+		void *p;
+
 		c = class_of(size);
-		/* (The debug tier's classes serve the caller's node: their own paths.) */
-		return c->debug ? class_alloc(c, size, __builtin_return_address(0)) :
-				  uslab_cache_alloc_node(c, node);
+		if (!c->debug)
+			return uslab_cache_alloc_node(c, node);
+		/* The debug tier: its own paths for the caller's node, the node's slabs (checked) else. */
+		if (req < 0 || (!NODE_STRICT(req) && NODE_ID(req) == numa_node_self()))
+			return class_alloc(c, size, __builtin_return_address(0));
+		p = uslab_cache_alloc_node(c, node);
+		if (p)
+			slab_debug_set_size(c, p, size);
+		return p;
 	}
 	if (size > USLAB_KMALLOC_MAX_CACHE_SIZE && size <= USLAB_KMALLOC_MAX_SIZE && !booting())
 		return large_alloc(size, PAGE_SIZE, false, req);

@@ -11,7 +11,8 @@
  * numa_mem_id(): objects straight from that node's slabs (a new slab
  * placed on it if none is partial), and, not strict, from the nearest
  * other node's when the OS refuses memory; strict (USLAB_NODE_STRICT, the
- * kernel's __GFP_THISNODE) fails with ENOMEM instead. A node id the
+ * kernel's __GFP_THISNODE) fails with ENOMEM instead, and always takes the
+ * node's slabs (never a sheaf's objects). A node id the
  * machine does not have is a node without memory: served by the caller's
  * node, or ENOMEM if strict; with NUMA off every request is node 0's.
  */
@@ -44,10 +45,14 @@ int node_request(int node, int *req)
 	return 0;
 }
 
-/* Whether request @req is served by the caller's sheaves: its own node. */
+/*
+ * Whether request @req is served by the caller's sheaves: its own node, not
+ * strict (a refill may have fallen back to another node under memory
+ * pressure: a strict request takes the node's slabs, exactly).
+ */
 static bool req_local(int req)
 {
-	return req < 0 || NODE_ID(req) == numa_node_self();
+	return req < 0 || (!NODE_STRICT(req) && NODE_ID(req) == numa_node_self());
 }
 
 void *uslab_cache_alloc_node(struct uslab_cache *c, int node)

@@ -283,7 +283,8 @@ struct percpu_slot *pcs_yield_to_percpu(struct uslab_cache *c)
 {
 	struct percpu_slot *slots = percpu_slots(c);
 
-	if (unlikely(slots) && unlikely(pcs_of(c)->main))
+	/* (A NUMA cache's library entry is the empty one: its sheaves are at pcs_own().) */
+	if (unlikely(slots) && unlikely((cache_numa(c) ? pcs_own(c) : pcs_of(c))->main))
 		pcs_flush_self(c);
 	return slots;
 }
@@ -363,8 +364,11 @@ bool pcs_refill_main(struct uslab_cache *c, struct pcs *p, bool from_slabs)
 		pcs_stat(p, USLAB_STAT_SHEAF_ALLOC, 1);
 	}
 	/* (A debug cache's objects stay free in its sheaves: checked when taken.) */
-	n = unlikely(c->debug) ? cache_refill_free(c, empty->objs, empty->capacity) :
-				 cache_refill(c, empty->objs, empty->capacity);
+	/* (With NUMA on, from p->node's slabs: the node the sheaves serve.) */
+	n = unlikely(c->debug) ?
+		    cache_refill_free(c, empty->objs, empty->capacity) :
+		    cache_refill_node(c, empty->objs, empty->capacity,
+				      cache_numa(c) ? (int)p->node : USLAB_NUMA_NO_NODE);
 	pcs_stat(p, USLAB_STAT_SHEAF_REFILL, 1);
 	empty->size = n;
 	pcs_set_main(p, empty);
@@ -791,6 +795,9 @@ static void *numa_alloc(struct uslab_cache *c, struct pcs *p)
 		objs_hand_out(c, top, 1);
 		return *top;
 	}
+	/* One sheaf miss in USLAB_GUARD: the object from the sampling guard (guard.c). */
+	if (unlikely(guard_sample()) && (obj = cache_guard_alloc(c)))
+		return obj;
 	thread_lock_self();
 	pcs_stat(p, USLAB_STAT_ALLOC_SLOWPATH, 1);
 	if (pcs_refill_main(c, p, true)) {
@@ -808,11 +815,15 @@ static void *numa_alloc(struct uslab_cache *c, struct pcs *p)
 /*
  * pcs_numa_put - @obj of NUMA cache @c, in slab @s, checked and made free
  * (marked, poisoned) by the caller: onto the calling thread's main if of
- * its node (entry @p), else on its way home. No lock held.
+ * its node (entry @p), else on its way home. No lock held. @s NULL (an
+ * unchecked bulk or pool pointer in no slab): as this node's, reported
+ * when it reaches the slabs, as without NUMA.
  */
 void pcs_numa_put(struct uslab_cache *c, struct pcs *p, void *obj, const struct slab *s)
 {
-	if (s->node != pcs_numa_sync(c, p)) {
+	unsigned int nid = pcs_numa_sync(c, p);
+
+	if (s && s->node != nid) {
 		pcs_numa_remote(c, p, obj, s->node);
 		return;
 	}
