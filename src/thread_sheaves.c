@@ -552,6 +552,24 @@ static inline void check_top(const struct uslab_cache *c, const struct pcs *p, c
 		usl_bug(c, obj, "double free (the object is on top of this thread's sheaf)");
 }
 
+/*
+ * push_slow - @obj (checked, made free) onto the calling thread's main
+ * sheaf of @c (entry @p), which is full or absent: room made (a spare, the
+ * barn, a flush), else to its slab. Takes the thread's lock.
+ */
+static void push_slow(struct uslab_cache *c, struct pcs *p, void *obj)
+{
+	thread_lock_self();
+	pcs_stat(p, USLAB_STAT_FREE_SLOWPATH, 1);
+	if (pcs_make_room(c, p, true))
+		*p->hot.top++ = obj;
+	else
+		cache_free_objects(c, &obj, 1, 0);
+	pcs_check(p);
+	thread_unlock_self();
+	barn_kick(); /* a trade above may have grown the capacity */
+}
+
 /* ------------------------------------------------------------- NUMA */
 
 /*
@@ -782,36 +800,6 @@ static inline bool numa_push_fast(struct uslab_cache *c, void *obj)
 	return true;
 }
 
-/* uslab_cache_alloc() of NUMA cache @c from thread entry @p: pop main if it serves this node. */
-static void *numa_alloc(struct uslab_cache *c, struct pcs *p)
-{
-	void **top;
-	void *obj;
-
-	pcs_numa_sync(c, p);
-	top = p->hot.top;
-	if (likely(top != p->hot.bottom)) {
-		p->hot.top = --top;
-		objs_hand_out(c, top, 1);
-		return *top;
-	}
-	/* One sheaf miss in USLAB_GUARD: the object from the sampling guard (guard.c). */
-	if (unlikely(guard_sample()) && (obj = cache_guard_alloc(c)))
-		return obj;
-	thread_lock_self();
-	pcs_stat(p, USLAB_STAT_ALLOC_SLOWPATH, 1);
-	if (pcs_refill_main(c, p, true)) {
-		obj = *--p->hot.top;
-		objs_hand_out(c, &obj, 1);
-	} else {
-		obj = cache_alloc_direct(c);
-	}
-	pcs_check(p);
-	thread_unlock_self();
-	barn_kick();
-	return obj;
-}
-
 /*
  * pcs_numa_put - @obj of NUMA cache @c, in slab @s, checked and made free
  * (marked, poisoned) by the caller: onto the calling thread's main if of
@@ -833,15 +821,7 @@ void pcs_numa_put(struct uslab_cache *c, struct pcs *p, void *obj, const struct 
 		main_push(p, obj);
 		return;
 	}
-	thread_lock_self();
-	pcs_stat(p, USLAB_STAT_FREE_SLOWPATH, 1);
-	if (pcs_make_room(c, p, true))
-		*p->hot.top++ = obj;
-	else
-		cache_free_objects(c, &obj, 1, 0);
-	pcs_check(p);
-	thread_unlock_self();
-	barn_kick();
+	push_slow(c, p, obj);
 }
 
 /* uslab_cache_free() of @obj to NUMA cache @c from thread entry @p: checked, then main or home. */
@@ -888,9 +868,10 @@ void *uslab_priv_alloc_slow(struct uslab_cache *c)
 		return obj;
 	}
 	if (cache_numa(c)) {
-		obj = numa_alloc(c, p);
-		NO_TAIL_CALL(obj);
-		return obj;
+		/* Its sheaves serve the node it runs on (a thread that moved sends them home). */
+		pcs_numa_sync(c, p);
+		if (numa_pop_fast(c, &obj))
+			return obj;
 	}
 	/* One sheaf miss in USLAB_GUARD: the object from the sampling guard (guard.c). */
 	if (unlikely(guard_sample()) && (obj = cache_guard_alloc(c)))
@@ -957,17 +938,9 @@ void uslab_priv_free_slow(struct uslab_cache *c, void *obj)
 	} else {
 		/* Into a sheaf: checked here, at the call; an external pool has no slab. */
 		obj_free_hook(c, obj, !(c->flags & USLAB_POOL_EXTERNAL));
-		thread_lock_self();
 		if (!c->hot.free_key)
 			check_top(c, p, obj); /* (main is full: its top is the last freed) */
-		pcs_stat(p, USLAB_STAT_FREE_SLOWPATH, 1);
-		if (pcs_make_room(c, p, true))
-			*p->hot.top++ = obj;
-		else
-			cache_free_objects(c, &obj, 1, 0);
-		pcs_check(p);
-		thread_unlock_self();
-		barn_kick(); /* a trade above may have grown the capacity */
+		push_slow(c, p, obj);
 	}
 	gp_kick(); /* a flush may have deferred slabs with no monitor running */
 }
