@@ -583,7 +583,7 @@ static void push_slow(struct uslab_cache *c, struct pcs *p, void *obj)
  *
  *   alloc: the thread still on p->node: pop main; else its sheaves go
  *          home first (pcs_numa_sync). A refill takes p->node's barn,
- *          then its slabs (cache_refill: the caller's node).
+ *          then p->node's slabs (cache_refill_node()).
  *   free:  an object of p->node: push main, as ever. Another node's goes
  *          on the thread's remote sheaf (p->remote); a full remote sheaf
  *          of one node's objects is traded at that node's barn for an
