@@ -3,6 +3,10 @@
  * barn.c - a cache's depot of full and empty sheaves (Bonwick's magazine
  * depot; the per-node barn of Linux 6.18).
  *
+ * A cache has one barn per NUMA node (cache_barn(); one with NUMA off),
+ * each holding sheaves of that node's objects and adapting its capacity and
+ * depth to that node's traffic (doc/design.md, "NUMA").
+ *
  * Threads trade whole sheaves here: an allocating thread whose sheaves are
  * empty gives an empty sheaf and takes a full one; a freeing thread whose
  * sheaves are full gives a full one and takes an empty one. One lock

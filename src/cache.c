@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * cache.c - the cache: a struct uslab_cache descriptor (laid out by
- * slab_geometry.c), its node of slabs (the partial list and its counts),
+ * slab_geometry.c), its nodes of slabs (per NUMA node: the partial list
+ * and its counts; one node with NUMA off),
  * and objects taken from and returned to those slabs in batches: SLUB's
  * core. The descriptors' table and the list of caches are
  * cache_registry.c's, a pool's loose array loose.c's (cache_core.h is

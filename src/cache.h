@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cache.h - layer 3, cache.c: struct uslab_cache, its node of slabs, its
+ * cache.h - layer 3, cache.c: struct uslab_cache, its nodes of slabs, its
  * flags; objects poisoned for ASan while they are free.
  */
 #ifndef USLAB_CACHE_H
