@@ -116,12 +116,10 @@ static void barn_unlock(struct barn *b)
 	ulock_unlock(&b->lock);
 }
 
-void barn_init(struct barn *b, struct uslab_cache *c, unsigned int node, unsigned int max_full,
-	       unsigned int max_empty)
+void barn_init(struct barn *b, struct uslab_cache *c, unsigned int max_full, unsigned int max_empty)
 {
 	ulock_setup(&b->lock, LOCK_BARN);
 	b->cache = c;
-	b->node = node;
 	b->full = b->empty = NULL;
 	b->nr_full = b->nr_empty = 0;
 	b->max_full = max_full;

@@ -38,8 +38,7 @@ struct node {
 
 struct barn {
 	struct ulock lock;
-	struct uslab_cache *cache; /* whose (barn_init) */
-	unsigned int node;	   /* the NUMA node whose objects its sheaves hold */
+	struct uslab_cache *cache; /* whose (barn_init); its node: cache_barn()'s index */
 	struct sheaf *full;	   /* stack of full sheaves */
 	struct sheaf *empty;	   /* stack of empty sheaves */
 	unsigned int nr_full;

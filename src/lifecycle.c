@@ -62,9 +62,9 @@ struct uslab_cache *lifecycle_create(const char *name, size_t size,
 	}
 	for (unsigned int nid = 0; nid < c->nr_nodes; nid++) {
 		if (c->flags & USLAB_POOL) /* a pool keeps every full sheaf */
-			barn_init(cache_barn(c, nid), c, nid, UINT_MAX, UINT_MAX);
+			barn_init(cache_barn(c, nid), c, UINT_MAX, UINT_MAX);
 		else
-			barn_init(cache_barn(c, nid), c, nid, usl_opt.barn_max_full,
+			barn_init(cache_barn(c, nid), c, usl_opt.barn_max_full,
 				  usl_opt.barn_max_empty);
 	}
 	cap = (flags & CACHE_FAILSLAB) ?

@@ -43,8 +43,8 @@ INTERNAL void sheaf_prefetch(struct sheaf *sh);
 
 /* ------------------------------------------------------------- barn.c */
 
-INTERNAL void barn_init(struct barn *b, struct uslab_cache *c, unsigned int node,
-			unsigned int max_full, unsigned int max_empty);
+INTERNAL void barn_init(struct barn *b, struct uslab_cache *c, unsigned int max_full,
+			unsigned int max_empty);
 INTERNAL struct sheaf *barn_replace_empty(struct barn *b, struct sheaf **empty);
 INTERNAL struct sheaf *barn_replace_full(struct barn *b, struct sheaf *full, bool *taken);
 INTERNAL struct sheaf *barn_get_empty(struct barn *b);

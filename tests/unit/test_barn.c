@@ -65,12 +65,12 @@ static void init_bounds(void)
 	bool taken = true;
 
 	memset(&b, 0xa5, sizeof(b));
-	barn_init(&b, NULL, 0, 3, 5);
+	barn_init(&b, NULL, 3, 5);
 	CHECK(b.max_full == 3 && b.max_empty == 5, "bounds %u/%u", b.max_full, b.max_empty);
 	CHECK(!b.full && !b.empty && !ulock_held(&b.lock), "empty stacks, unlocked");
 	check_counts(&b, 0, 0);
 
-	barn_init(&b, NULL, 0, 0, 0);
+	barn_init(&b, NULL, 0, 0);
 	CHECK(!barn_put_full(&b, sh), "bound 0: full sheaf refused");
 	CHECK(!barn_put_empty(&b, sh), "bound 0: empty sheaf refused");
 	CHECK(!barn_replace_full(&b, sh, &taken) && !taken, "bound 0: trade refused");
@@ -87,7 +87,7 @@ static void put_get(void)
 	struct sheaf *f[MAXF + 1], *e[MAXE + 1];
 	struct barn b;
 
-	barn_init(&b, NULL, 0, MAXF, MAXE);
+	barn_init(&b, NULL, MAXF, MAXE);
 	for (int i = 0; i <= MAXF; i++)
 		f[i] = new_sheaf(2);
 	for (int i = 0; i <= MAXE; i++)
@@ -131,7 +131,7 @@ static void replace_empty(void)
 	struct sheaf *e1 = new_sheaf(2), *e2 = new_sheaf(2), *mine;
 	struct barn b;
 
-	barn_init(&b, NULL, 0, 4, 1);
+	barn_init(&b, NULL, 4, 1);
 	/* No full sheaf: NULL, the caller's empty one untouched. */
 	mine = e1;
 	CHECK(!barn_replace_empty(&b, &mine) && mine == e1, "empty barn: NULL, @empty kept");
@@ -163,7 +163,7 @@ static void replace_full(void)
 	struct barn b;
 	bool taken;
 
-	barn_init(&b, NULL, 0, 2, 4);
+	barn_init(&b, NULL, 2, 4);
 	CHECK(barn_put_empty(&b, e1), "one empty");
 	/* Room, and an empty sheaf to give back. */
 	got = barn_replace_full(&b, f1, &taken);
@@ -364,7 +364,7 @@ static void trade_2threads(void)
 	unsigned int counted[SHEAVES] = { 0 }, total = 0, missing = 0;
 	pthread_t t[2];
 
-	barn_init(&tb, NULL, 0, 3, 2);
+	barn_init(&tb, NULL, 3, 2);
 	seen = calloc(TOKENS + 1, 1);
 	CHECK(seen, "calloc");
 	for (int i = 0; i < SHEAVES; i++) {
