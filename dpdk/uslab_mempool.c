@@ -34,6 +34,9 @@
  *   get_count  uslab_pool_avail: every thread's sheaves, the barn, the loose
  *              array (exact while the pool is quiet)
  * calc_mem_size, populate and get_info are DPDK's defaults.
+ *
+ * NUMA: the cache's node is mp->socket_id (uslab_cache_args.node), and
+ * with NUMA on each socket's threads share their own barn (uslab.h).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -84,6 +87,16 @@ static int uslab_mp_alloc(struct rte_mempool *mp)
 	snprintf(name, sizeof(name), "mempool-%s", mp->name);
 	args.sheaf_capacity = sheaf_capacity(mp->size);
 	args.reserve = mp->size; /* room for every pointer: none is ever dropped */
+	/*
+	 * The pool's socket is its NUMA node (DPDK's socket ids are the
+	 * kernel's node ids): uslab keeps the pointers there, and each thread
+	 * trades sheaves at the barn of the node it runs on, one per socket
+	 * (SOCKET_ID_ANY: the creating thread's node). Node 0 is named with
+	 * USLAB_NODE_STRICT (a zero node field means "the caller's"), which
+	 * an external pool never fails on: DPDK placed its objects already.
+	 */
+	if (mp->socket_id != SOCKET_ID_ANY)
+		args.node = mp->socket_id | USLAB_NODE_STRICT;
 	c = uslab_cache_create(name, size, &args, USLAB_POOL_EXTERNAL);
 	if (!c) {
 		int err = errno ? errno : ENOMEM;

@@ -151,6 +151,16 @@ struct uslab_cache;
  *          many objects the caller will hand in (room for that many
  *          pointers is reserved, so none is ever dropped); 0: none.
  *          Ignored without those flags.
+ * @node:   a pool's NUMA node (USLAB_POOL, USLAB_POOL_EXTERNAL): where a
+ *          pool's reserve is allocated and its loose pointers are kept,
+ *          and the node uslab_cache_node_stats() counts them on (a DPDK
+ *          pool's socket_id). 0 or USLAB_NUMA_NO_NODE: the creating
+ *          thread's node; another node id: that node, or the nearest one
+ *          with memory; USLAB_NODE_STRICT or'd in: that node's memory or
+ *          ENOMEM (node 0 from another node: 0 | USLAB_NODE_STRICT). An
+ *          external pool's objects are the caller's, on its node already:
+ *          the node named, strict or not, memory or not. Ignored by other
+ *          caches and with NUMA off (checked all the same: EINVAL).
  *
  * Zero-initialise the structure and set the fields you need: fields added
  * in later versions keep 0 as "default".
@@ -162,6 +172,7 @@ struct uslab_cache_args {
 	unsigned int min_partial;
 	unsigned int layout;
 	size_t reserve;
+	int node;
 };
 
 /**
@@ -234,11 +245,14 @@ USLAB_API const char *uslab_layout_name(unsigned int layout);
  *            unknown bits in @flags, @args->layout unknown or unable to
  *            serve this size, alignment and flags, a pool flag with a
  *            constructor, USLAB_TYPESAFE_BY_RCU or no sheaves,
- *            USLAB_FREE_KEY with USLAB_NO_FREE_KEY;
+ *            USLAB_FREE_KEY with USLAB_NO_FREE_KEY, @args->node neither
+ *            0, USLAB_NUMA_NO_NODE nor a node id (with USLAB_NODE_STRICT
+ *            or not);
  *   ENOSPC - USLAB_MAX_CACHES caches with sheaves already exist (less
  *            the kmalloc classes' ids, kept for them: 4016 of the program's);
  *   ENOMEM - no memory for the cache descriptor, or for a pool's
- *            @args->reserve objects.
+ *            @args->reserve objects (with USLAB_NODE_STRICT in @args->node:
+ *            on that node).
  */
 USLAB_API struct uslab_cache *uslab_cache_create(const char *name, size_t size,
 						 const struct uslab_cache_args *args,

@@ -789,6 +789,18 @@ size_t barn_gather(struct uslab_cache *c, void **dst, size_t max)
 	return n;
 }
 
+/* The objects of @b's full sheaves. */
+size_t barn_objects(struct barn *b)
+{
+	size_t n = 0;
+
+	barn_lock(b);
+	for (struct sheaf *sh = b->full; sh; sh = sh->next)
+		n += sh->size;
+	barn_unlock(b);
+	return n;
+}
+
 void barn_counts(struct barn *b, unsigned long *full, unsigned long *empty)
 {
 	barn_lock(b);

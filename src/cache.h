@@ -128,6 +128,7 @@ struct uslab_cache {
 	struct node *node_more;	     /* nodes 1 .. nr_nodes - 1 (NUMA on), else NULL */
 	struct barn *barn_more;	     /* their barns (in the same mapping) */
 	unsigned int nr_nodes;	     /* its nodes: 1, or numa_topo.nr_nodes */
+	unsigned int home;	     /* a pool's node: its reserve's and loose array's (loose.c) */
 	unsigned int sheaf_capacity; /* 0: no sheaves */
 	unsigned int pcpu_users;     /* threads holding per-thread sheaves of it (cpu_sheaves.c) */
 	unsigned int min_partial;
@@ -230,7 +231,7 @@ INTERNAL void cache_fork_prepare(void);
 INTERNAL void cache_fork_parent(void);
 INTERNAL void cache_fork_child(void);
 INTERNAL void cache_shrink_node(struct uslab_cache *c);
-INTERNAL int cache_pool_setup(struct uslab_cache *c, size_t reserve);
+INTERNAL int cache_pool_setup(struct uslab_cache *c, size_t reserve, int req);
 INTERNAL void cache_pool_release(struct uslab_cache *c);
 INTERNAL size_t cache_pool_count(struct uslab_cache *c);
 INTERNAL size_t cache_pool_gather(struct uslab_cache *c, void **dst, size_t max);

@@ -77,7 +77,7 @@ static void gather_one(struct uslab_cache *c, void *arg)
 	lifecycle_stats(c, &r->st); /* (uslab's own caches too: no handle check) */
 	r->sheaved = thread_sum_sheaved(c);
 	for (uint32_t nid = 0; g->nodes && nid < g->nr_nodes && nid < c->nr_nodes; nid++)
-		cache_node_counts(c, nid, &g->nodes[(size_t)r->index * g->nr_nodes + nid]);
+		lifecycle_node_stats(c, nid, &g->nodes[(size_t)r->index * g->nr_nodes + nid]);
 }
 
 /*

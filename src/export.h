@@ -32,9 +32,10 @@
  * which it found and which it reads). 1: the caches, rcu and options;
  * 2: the page heap (@heap) after @rcu; 4: NUMA, @nr_nodes and the node
  * table after the rows (EXPORT_MAX_ROWS rows of @nr_nodes entries: the
- * row at @index has entries [@index * @nr_nodes, ... + @nr_nodes)).
+ * row at @index has entries [@index * @nr_nodes, ... + @nr_nodes));
+ * 5: struct uslab_node_stats.pool_objs.
  */
-#define EXPORT_VERSION 4
+#define EXPORT_VERSION 5
 #define EXPORT_SHM "/dev/shm"  /* the fallback: EXPORT_SHM/uslab-UID */
 #define EXPORT_RUN "/run/user" /* the XDG runtime directories: EXPORT_RUN/UID */
 #define EXPORT_PREFIX "uslab-stat."

@@ -99,8 +99,8 @@ void export_print_nodes(FILE *f, const struct export_row *rows, uint32_t n,
 		fprintf(f, "# one NUMA node: every slab is node 0's (uslab-stat PID shows them)\n");
 		return;
 	}
-	fprintf(f, "# %-15s %4s %8s %10s %10s %8s %12s %9s\n", "cache", "node", "slabs", "objs",
-		"active", "partial", "remote_frees", "fallbacks");
+	fprintf(f, "# %-15s %4s %8s %10s %10s %8s %12s %9s %9s\n", "cache", "node", "slabs", "objs",
+		"active", "partial", "remote_frees", "fallbacks", "pool_objs");
 	for (uint32_t r = 0; r < n; r++) {
 		char name[EXPORT_NAME_ESCAPED];
 
@@ -109,11 +109,12 @@ void export_print_nodes(FILE *f, const struct export_row *rows, uint32_t n,
 			const struct uslab_node_stats *ns =
 				&nodes[(size_t)rows[r].index * nr_nodes + k];
 
-			if (!ns->num_slabs && !ns->remote_frees && !ns->fallbacks)
+			if (!ns->num_slabs && !ns->remote_frees && !ns->fallbacks && !ns->pool_objs)
 				continue;
-			fprintf(f, "%-17s %4u %8lu %10lu %10lu %8lu %12" PRIu64 " %9" PRIu64 "\n",
+			fprintf(f,
+				"%-17s %4u %8lu %10lu %10lu %8lu %12" PRIu64 " %9" PRIu64 " %9lu\n",
 				name, k, ns->num_slabs, ns->num_objs, ns->active_objs,
-				ns->partial_slabs, ns->remote_frees, ns->fallbacks);
+				ns->partial_slabs, ns->remote_frees, ns->fallbacks, ns->pool_objs);
 		}
 	}
 }

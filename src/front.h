@@ -47,6 +47,8 @@ INTERNAL struct uslab_cache *lifecycle_create(const char *name, size_t size,
 					      const struct uslab_cache_args *args,
 					      unsigned int flags, const struct cache_shape *shape);
 INTERNAL void lifecycle_stats(const struct uslab_cache *c, struct uslab_cache_stats *st);
+INTERNAL void lifecycle_node_stats(struct uslab_cache *c, unsigned int nid,
+				   struct uslab_node_stats *st);
 INTERNAL void lifecycle_heap_stats(struct uslab_heap_stats *st);
 
 /* ---------------------------------------------------------- kmalloc.c */

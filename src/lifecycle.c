@@ -31,6 +31,29 @@ static unsigned int pool_sheaf_capacity(const struct uslab_cache *c, unsigned in
 }
 
 /*
+ * A new pool's reserve and loose array, on the node of @args->node (0 is
+ * USLAB_NUMA_NO_NODE: the creating thread's; checked by uslab_cache_create).
+ * An external pool's objects are on the node the caller names already
+ * (DPDK placed them): that node, with memory of uslab's or not, strict or
+ * not. Return: 0, or ENOMEM (no memory, or a strict request for a node
+ * without).
+ */
+static int pool_setup(struct uslab_cache *c, const struct uslab_cache_args *args)
+{
+	int req = USLAB_NUMA_NO_NODE, err = 0;
+
+	if (args->node && args->node != USLAB_NUMA_NO_NODE) {
+		if (!(c->flags & USLAB_POOL_EXTERNAL))
+			err = node_request(args->node, &req);
+		else if (NODE_ID(args->node) < c->nr_nodes)
+			req = (int)NODE_ID(args->node);
+	}
+	if (err)
+		return err;
+	return cache_pool_setup(c, args->reserve, req) ? ENOMEM : 0;
+}
+
+/*
  * lifecycle_create - uslab_cache_create() after its checks, with internal
  * @flags allowed and a @shape (NULL: the defaults): kmalloc.c creates its
  * classes with CACHE_KMALLOC, CACHE_RESERVED_ID and its shape.
@@ -41,6 +64,7 @@ struct uslab_cache *lifecycle_create(const char *name, size_t size,
 {
 	struct uslab_cache *c;
 	unsigned int cap;
+	int err;
 
 	/*
 	 * A cache failslab selects has no sheaves: every allocation and free
@@ -70,10 +94,10 @@ struct uslab_cache *lifecycle_create(const char *name, size_t size,
 	cap = (flags & CACHE_FAILSLAB) ?
 		      0 :
 		      sheaf_capacity_for(c->size, pool_sheaf_capacity(c, args->sheaf_capacity));
-	if ((c->flags & USLAB_POOL) && cache_pool_setup(c, args->reserve)) {
+	if ((c->flags & USLAB_POOL) && (err = pool_setup(c, args))) {
 		cache_release_all(c);
 		cache_delete(c);
-		errno = ENOMEM;
+		errno = err;
 		return NULL;
 	}
 	if (cap && thread_id_attach(c, cap)) {
@@ -98,6 +122,14 @@ struct uslab_cache *lifecycle_create(const char *name, size_t size,
 	if (flags & USLAB_TYPESAFE_BY_RCU)
 		gp_prestart(); /* its slabs will need it; on failure gp_kick() retries */
 	return c;
+}
+
+/* uslab_cache_args.node: 0, USLAB_NUMA_NO_NODE, or a node id with USLAB_NODE_STRICT or not. */
+static bool node_arg_ok(int node)
+{
+	int req;
+
+	return !node || node_request(node, &req) != EINVAL;
 }
 
 /*
@@ -127,7 +159,8 @@ struct uslab_cache *uslab_cache_create(const char *name, size_t size,
 	    (flags & ~CACHE_PUBLIC_FLAGS) || (args->align & (args->align - 1)) ||
 	    args->align > USLAB_MAX_ALIGN || !pool_args_ok(args, flags) ||
 	    (flags & (USLAB_FREE_KEY | USLAB_NO_FREE_KEY)) ==
-		    (USLAB_FREE_KEY | USLAB_NO_FREE_KEY)) {
+		    (USLAB_FREE_KEY | USLAB_NO_FREE_KEY) ||
+	    !node_arg_ok(args->node)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -365,14 +398,24 @@ int uslab_cache_stats(const struct uslab_cache *c, struct uslab_cache_stats *st)
 
 int uslab_cache_node_stats(const struct uslab_cache *c, int node, struct uslab_node_stats *st)
 {
+	struct uslab_cache *cc = (struct uslab_cache *)c;
 	if (!c || !st)
 		return -EINVAL;
 	cache_check_live(c, "stats");
 	if (node < 0 || (unsigned int)node >= c->nr_nodes)
 		return -EINVAL;
-	memset(st, 0, sizeof(*st));
-	cache_node_counts((struct uslab_cache *)c, (unsigned int)node, st);
+	lifecycle_node_stats(cc, (unsigned int)node, st);
 	return 0;
+}
+
+/* uslab_cache_node_stats() of any cache, node @nid < c->nr_nodes: no check (export.c). */
+void lifecycle_node_stats(struct uslab_cache *c, unsigned int nid, struct uslab_node_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	cache_node_counts(c, nid, st);
+	if (c->flags & USLAB_POOL)
+		st->pool_objs = barn_objects(cache_barn(c, nid)) +
+				(nid == c->home ? cache_pool_count(c) : 0);
 }
 
 /* uslab_cache_stats() of any cache, uslab's own (static) included: no check (export.c). */

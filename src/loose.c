@@ -10,8 +10,11 @@
  * fails with ENOBUFS. Only uslab_cache_shrink() and uslab_cache_destroy()
  * (cache_pool_release) give a pool's objects back to its slabs.
  *
- * The array is mapped with os_mmap and grows by doubling, under the node
- * lock (os_mmap takes no lock). An external pool's array is sized at
+ * The array belongs to the pool's node, c->home (uslab_cache_args.node:
+ * the creating thread's, or the one asked for; 0 with NUMA off): that
+ * node's lock guards it, its memory holds it (numa_place), and a slab
+ * pool's reserve comes from that node's slabs. It is mapped with os_mmap
+ * and grows by doubling, under the node lock (os_mmap takes no lock). An external pool's array is sized at
  * creation for the objects the caller said it will hand in (reserve), so
  * it never has to grow to keep one of them.
  *
@@ -24,6 +27,12 @@
 
 #include "cache.h"
 #include "cache_core.h"
+
+/* The node that keeps @c's loose array. */
+static inline struct node *loose_node(struct uslab_cache *c)
+{
+	return cache_node(c, c->home);
+}
 
 /* Room for @want pointers in @n's loose array. Node lock held (or the cache unpublished). */
 static bool loose_reserve(struct node *n, size_t want)
@@ -40,6 +49,8 @@ static bool loose_reserve(struct node *n, size_t want)
 	a = os_mmap(cap * sizeof(void *));
 	if (!a)
 		return false;
+	if (numa_on())
+		numa_place(a, cap * sizeof(void *), n->id);
 	if (n->nr_loose)
 		memcpy(a, n->loose, n->nr_loose * sizeof(void *));
 	if (n->loose)
@@ -57,7 +68,7 @@ static bool loose_reserve(struct node *n, size_t want)
  */
 void loose_put(struct uslab_cache *c, void **p, size_t n)
 {
-	struct node *nd = &c->node;
+	struct node *nd = loose_node(c);
 	size_t kept, i;
 
 	ulock_lock(&nd->lock);
@@ -88,7 +99,7 @@ void loose_put(struct uslab_cache *c, void **p, size_t n)
 /* Take up to @want objects off the loose array into @dst. Return: how many. */
 unsigned int loose_take(struct uslab_cache *c, void **dst, unsigned int want)
 {
-	struct node *nd = &c->node;
+	struct node *nd = loose_node(c);
 	unsigned int k;
 
 	if (!READ_ONCE(nd->nr_loose))
@@ -105,17 +116,22 @@ unsigned int loose_take(struct uslab_cache *c, void **dst, unsigned int want)
 }
 
 /*
- * cache_pool_setup - give a new pool its loose array and its reserve: a
- * slab pool's @reserve objects are allocated from its slabs into the array;
- * an external pool's array gets room for @reserve pointers.
+ * cache_pool_setup - give a new pool its node, its loose array and its
+ * reserve: a slab pool's @reserve objects are allocated from the slabs of
+ * node request @req (cache_refill_node(); USLAB_NUMA_NO_NODE: the creating
+ * thread's node) into the array; an external pool's array gets room for
+ * @reserve pointers.
  * Return: 0, or -ENOMEM (what was allocated is given back).
  */
-int cache_pool_setup(struct uslab_cache *c, size_t reserve)
+int cache_pool_setup(struct uslab_cache *c, size_t reserve, int req)
 {
-	struct node *n = &c->node;
+	struct node *n;
 	size_t got = 0;
 
 	USLAB_ASSERT(c->flags & USLAB_POOL);
+	c->home = numa_on() ? (req < 0 ? numa_node_self() : NODE_ID(req)) : 0;
+	USLAB_ASSERT(c->home < c->nr_nodes); /* (node_request() checked the id) */
+	n = loose_node(c);
 	if (!reserve)
 		return 0;
 	if (!loose_reserve(n, reserve))
@@ -125,7 +141,9 @@ int cache_pool_setup(struct uslab_cache *c, size_t reserve)
 	while (got < reserve) {
 		unsigned int want =
 			reserve - got > UINT32_MAX ? UINT32_MAX : (unsigned int)(reserve - got);
-		unsigned int k = node_refill(c, n->loose + got, want, true, USLAB_NUMA_NO_NODE);
+		unsigned int k =
+			node_refill(c, n->loose + got, want, true,
+				    (int)c->home | (NODE_STRICT(req) ? USLAB_NODE_STRICT : 0));
 
 		got += k;
 		if (k < want) {
@@ -144,7 +162,7 @@ int cache_pool_setup(struct uslab_cache *c, size_t reserve)
  */
 void cache_pool_release(struct uslab_cache *c)
 {
-	struct node *n = &c->node;
+	struct node *n = loose_node(c);
 	size_t nr, cap;
 	void **objs;
 
@@ -172,9 +190,11 @@ size_t cache_pool_count(struct uslab_cache *c)
 
 	if (!(c->flags & USLAB_POOL))
 		return 0;
-	ulock_lock(&c->node.lock);
-	n = c->node.nr_loose;
-	ulock_unlock(&c->node.lock);
+	struct node *nd = loose_node(c);
+
+	ulock_lock(&nd->lock);
+	n = nd->nr_loose;
+	ulock_unlock(&nd->lock);
 	return n;
 }
 
@@ -185,18 +205,20 @@ size_t cache_pool_gather(struct uslab_cache *c, void **dst, size_t max)
 
 	if (!(c->flags & USLAB_POOL))
 		return 0;
-	ulock_lock(&c->node.lock);
-	n = c->node.nr_loose;
+	struct node *nd = loose_node(c);
+
+	ulock_lock(&nd->lock);
+	n = nd->nr_loose;
 	if (dst && n) /* (no array after a shrink: memcpy from NULL is undefined) */
-		memcpy(dst, c->node.loose, (n < max ? n : max) * sizeof(void *));
-	ulock_unlock(&c->node.lock);
+		memcpy(dst, nd->loose, (n < max ? n : max) * sizeof(void *));
+	ulock_unlock(&nd->lock);
 	return n;
 }
 
 /* Forget @c's loose array (cache_delete: an external pool's objects have no slab to go to). */
 void loose_forget(struct uslab_cache *c)
 {
-	struct node *n = &c->node;
+	struct node *n = loose_node(c);
 
 	if (!n->loose)
 		return;

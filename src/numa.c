@@ -21,12 +21,13 @@
  * false, and every NUMA path is skipped by a test of that one word.
  *
  * A node without memory (CPUs only, or outside the program's own
- * MPOL_BIND set) is served by the nearest node that has memory, as Linux's
+ * MPOL_BIND set or its cpuset) is served by the nearest node that has memory, as Linux's
  * numa_mem_id(): numa_node_self() never answers a node without memory.
  *
  * The program's policy: if it binds memory itself (numactl --membind,
  * set_mempolicy MPOL_BIND), only the nodes of its set have memory here and
- * uslab calls no mbind; any other policy (default, preferred, interleave)
+ * uslab calls no mbind; its cpuset's Mems_allowed narrows them the same
+ * way (mbind stays: the kernel keeps within the cpuset anyway); any other policy (default, preferred, interleave)
  * leaves uslab free to place each arena on its node with MPOL_PREFERRED
  * (the node first, the kernel's fallback when it is full: an allocation
  * never fails for placement; doc/design.md has the choice).
@@ -170,6 +171,35 @@ static uint64_t policy_nodes(bool *bound)
 	return mask[0];
 }
 
+/*
+ * The nodes the program's cpuset lets it allocate on (/proc/self/status,
+ * Mems_allowed_list: a container or `cpuset` limited to some nodes), else
+ * all. The kernel places a page outside them elsewhere whatever mbind
+ * says, so uslab treats them as nodes without memory.
+ */
+static uint64_t cpuset_nodes(void)
+{
+	static const char key[] = "Mems_allowed_list:";
+	uint64_t mask = 0;
+	char buf[512];
+	FILE *f = fopen("/proc/self/status", "re");
+	bool found = false;
+
+	if (!f)
+		return ~0ull;
+	while (!found && fgets(buf, sizeof(buf), f)) {
+		const char *p = buf + sizeof(key) - 1;
+
+		if (strncmp(buf, key, sizeof(key) - 1))
+			continue;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		found = parse_list(p, add_bit, &mask);
+	}
+	fclose(f);
+	return found && mask ? mask : ~0ull;
+}
+
 /* Real topology from sysfs into @t and @cpu_node; false: one node (or unusable). */
 static bool read_sysfs(struct numa_topology *t, int8_t *cpu_node)
 {
@@ -284,7 +314,7 @@ void numa_init(void)
 	} else if (!read_sysfs(&t, cpu_node)) {
 		goto one;
 	}
-	allowed = policy_nodes(&bound);
+	allowed = policy_nodes(&bound) & cpuset_nodes();
 	if (!t.fake)
 		t.mem_mask &= (uint32_t)allowed;
 	t.mbind = !bound;

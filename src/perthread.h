@@ -53,6 +53,7 @@ INTERNAL bool barn_put_full(struct barn *b, struct sheaf *full);
 INTERNAL void barn_drain(struct uslab_cache *c);
 INTERNAL void barn_counts(struct barn *b, unsigned long *full, unsigned long *empty);
 INTERNAL size_t barn_gather(struct uslab_cache *c, void **dst, size_t max);
+INTERNAL size_t barn_objects(struct barn *b);
 INTERNAL void barn_adapt_init(struct uslab_cache *c, unsigned int requested);
 INTERNAL void barn_decay(struct uslab_cache *c, uint64_t now_ns);
 INTERNAL bool barn_note_bulk(struct uslab_cache *c, size_t n, unsigned int nid);
@@ -93,7 +94,8 @@ struct pcs {
 	/* First line: the fast paths (uslab/fastpath.h, uslab/inline/kmalloc.h). */
 	struct uslab_priv_pcs hot;
 	struct sheaf *main;
-	uint16_t node;	      /* NUMA: the node whose objects main and spare hold (0: off) */
+	uint16_t
+		node; /* NUMA: the node whose objects main and spare hold (0: off); an external pool's: whose barn */
 	uint16_t remote_node; /* NUMA: 1 + the node of every object on remote; 0: none; or MIXED */
 	/* Second line: the slow paths. */
 	struct sheaf *spare;	   /* NULL, or an empty or full sheaf */

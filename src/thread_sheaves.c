@@ -289,6 +289,36 @@ struct percpu_slot *pcs_yield_to_percpu(struct uslab_cache *c)
 	return slots;
 }
 
+/*
+ * An external pool's sheaves hold the caller's objects, of no node uslab
+ * knows: with NUMA on its threads trade at the barn of the node they run
+ * on now (one barn per socket for a DPDK pool used from several sockets:
+ * no barn line bounced between them), and nothing goes home when a thread
+ * moves. Other caches' p->node changes only in pcs_numa_sync().
+ */
+static inline void pool_follow(struct uslab_cache *c, struct pcs *p)
+{
+	if (unlikely(c->flags & USLAB_POOL_EXTERNAL) && numa_on())
+		p->node = (uint16_t)numa_node_self();
+}
+
+/*
+ * An external pool's full sheaf from another node's barn, @p's own having
+ * none: its objects are anywhere, and a get must not fail with ENOBUFS
+ * while some sit in a barn. @empty as barn_replace_empty()'s.
+ */
+static struct sheaf *pool_barn_elsewhere(struct uslab_cache *c, struct pcs *p, struct sheaf **empty)
+{
+	struct sheaf *full = NULL;
+
+	if (!(c->flags & USLAB_POOL_EXTERNAL))
+		return NULL;
+	for (unsigned int nid = 0; nid < c->nr_nodes && !full; nid++)
+		if (nid != p->node)
+			full = barn_replace_empty(cache_barn(c, nid), empty);
+	return full;
+}
+
 /* An empty sheaf for @c: from the barn, else a new one. NULL if no memory. */
 static struct sheaf *pcs_get_empty(struct uslab_cache *c, struct pcs *p)
 {
@@ -326,8 +356,11 @@ bool pcs_refill_main(struct uslab_cache *c, struct pcs *p, bool from_slabs)
 		return true;
 	}
 
+	pool_follow(c, p);
 	empty = pcs_detach_main(p);
 	full = barn_replace_empty(cache_barn(c, p->node), &empty);
+	if (!full && c->nr_nodes > 1)
+		full = pool_barn_elsewhere(c, p, &empty);
 	if (full) {
 		USLAB_ASSERT(full->size == full->capacity && sheaf_ok(c, full));
 		pcs_stat(p, USLAB_STAT_BARN_GET, 1);
@@ -393,6 +426,7 @@ bool pcs_make_room(struct uslab_cache *c, struct pcs *p, bool may_flush)
 	USLAB_ASSERT(p->hot.top == p->hot.limit); /* main full or absent */
 	pcs_attach(c, p);
 	pcs_check(p);
+	pool_follow(c, p);
 	if (!p->main) {
 		sh = pcs_get_empty(c, p);
 		if (!sh)

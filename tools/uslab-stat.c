@@ -322,10 +322,11 @@ static void print_json(FILE *f, const struct snap *s)
 			fprintf(f,
 				"%s{\"node\": %u, \"num_slabs\": %lu, \"num_objs\": %lu"
 				", \"active_objs\": %lu, \"active_slabs\": %lu, \"partial_slabs\": %lu"
-				", \"remote_frees\": %" PRIu64 ", \"fallbacks\": %" PRIu64 "}",
+				", \"remote_frees\": %" PRIu64 ", \"fallbacks\": %" PRIu64
+				", \"pool_objs\": %lu}",
 				n ? ", " : ", \"nodes\": [", n, ns->num_slabs, ns->num_objs,
 				ns->active_objs, ns->active_slabs, ns->partial_slabs,
-				ns->remote_frees, ns->fallbacks);
+				ns->remote_frees, ns->fallbacks, ns->pool_objs);
 		}
 		fputs(s->h.nr_nodes ? "]}" : "}", f);
 	}

@@ -135,6 +135,11 @@ struct uslab_cache_stats {
  *                 node freed, sent back to it (USLAB_STAT_NUMA_REMOTE_FREE).
  * @fallbacks:     refills of the node's callers served by other nodes'
  *                 slabs, its own having no memory (USLAB_STAT_NUMA_FALLBACK).
+ * @pool_objs:     a pool's free objects kept on the node: in the node's
+ *                 barn (full sheaves traded there by threads running on
+ *                 the node) and, on the pool's node (uslab_cache_args.node),
+ *                 in its loose array; 0 for a cache that is not a pool.
+ *                 Objects in threads' sheaves are in no node's count.
  */
 struct uslab_node_stats {
 	unsigned long num_slabs;
@@ -144,6 +149,7 @@ struct uslab_node_stats {
 	unsigned long partial_slabs;
 	uint64_t remote_frees;
 	uint64_t fallbacks;
+	unsigned long pool_objs;
 };
 
 /**

@@ -331,6 +331,83 @@ static void test_node_calls(void)
 }
 
 /*
+ * uslab_cache_args.node: a pool's reserve from the node named (0: the
+ * creating thread's; node 0 from elsewhere with USLAB_NODE_STRICT), its
+ * loose objects counted there; bad values refused.
+ */
+static struct uslab_cache *make_pool(int node, size_t reserve, unsigned int flags)
+{
+	struct uslab_cache_args a = { .reserve = reserve, .node = node };
+
+	return uslab_cache_create("numa-pool", OBJ, &a, flags);
+}
+
+static void check_pool_node(int node, int want)
+{
+	enum { R = 1000 };
+	struct uslab_cache *c = make_pool(node, R, USLAB_POOL);
+	struct uslab_node_stats st;
+	void *objs[R];
+
+	CHECK(c, "pool with node %#x: errno %d", node, errno);
+	CHECK(uslab_cache_node_stats(c, want, &st) == 0 && st.pool_objs == R,
+	      "node %#x: %lu of the reserve kept on node %d", node, st.pool_objs, want);
+	/* From a thread of another node too: the reserve first (loose, any node's). */
+	CHECK(uslab_cache_alloc_bulk(c, R, objs) == R, "the reserve");
+	for (int i = 0; i < R; i++)
+		CHECK(uslab_node_of(objs[i]) == want, "node %#x: reserve object %d on node %d",
+		      node, i, uslab_node_of(objs[i]));
+	uslab_cache_free_bulk(c, R, objs);
+	CHECK(uslab_cache_destroy(c) == 0, "destroy");
+}
+
+static void test_pool_node(void)
+{
+	int far = (int)nodes - 1;
+	struct uslab_cache *c;
+
+	pin(0);
+	check_pool_node(far, far);
+	check_pool_node(far | USLAB_NODE_STRICT, far);
+	check_pool_node(0, 0); /* the creating thread's */
+	check_pool_node(USLAB_NUMA_NO_NODE, 0);
+	check_pool_node(9, 0); /* no such node: the nearest with memory, the caller's */
+	pin(1);
+	check_pool_node(0, 1);
+	check_pool_node(0 | USLAB_NODE_STRICT, 0);
+	pin(0);
+
+	errno = 0;
+	CHECK(!make_pool(9 | USLAB_NODE_STRICT, 10, USLAB_POOL) && errno == ENOMEM,
+	      "strict, no such node: ENOMEM");
+	errno = 0;
+	CHECK(!make_pool(-5, 10, USLAB_POOL) && errno == EINVAL, "node -5: EINVAL");
+	errno = 0;
+	CHECK(!make_pool(1 << 20, 10, 0) && errno == EINVAL, "node 2^20, not a pool: EINVAL");
+	/* Another cache: checked, ignored. */
+	c = make_pool(far, 0, 0);
+	CHECK(c, "a cache with a node");
+	CHECK(uslab_cache_destroy(c) == 0, "destroy");
+	/* An external pool: the node named, strict or not; nothing to allocate. */
+	c = make_pool(far | USLAB_NODE_STRICT, 64, USLAB_POOL_EXTERNAL);
+	CHECK(c, "external pool of node %d", far);
+	{
+		static char objs[64][OBJ];
+		void *p[64];
+		struct uslab_node_stats st;
+
+		for (int i = 0; i < 64; i++)
+			p[i] = objs[i];
+		uslab_pool_put_bulk(c, 64, p);
+		uslab_thread_flush();
+		CHECK(uslab_cache_node_stats(c, far, &st) == 0 && st.pool_objs == 64,
+		      "external pool: %lu of 64 kept on node %d", st.pool_objs, far);
+		CHECK(uslab_pool_get_bulk(c, 64, p) == 0, "external pool: all 64 back");
+	}
+	CHECK(uslab_cache_destroy(c) == 0, "destroy");
+}
+
+/*
  * A thread that moves: what it allocates follows it, what it holds from
  * before goes home when freed, and nothing is handed out twice.
  */
@@ -502,6 +579,7 @@ int main(int argc, char **argv)
 	}
 	RUN(test_topology);
 	RUN(test_node_calls);
+	RUN(test_pool_node);
 	RUN(test_local_loops);
 	RUN(test_producer_consumer);
 	RUN(test_migration);

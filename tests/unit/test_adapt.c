@@ -253,7 +253,7 @@ static void grow_2threads(void)
 }
 
 /* Objects the barn holds; every full sheaf of @c is a valid one. */
-static unsigned long barn_objects(struct uslab_cache *c)
+static unsigned long barn_check_objects(struct uslab_cache *c)
 {
 	unsigned long n = 0;
 
@@ -278,7 +278,7 @@ static void decay_direct(void)
 	unsigned long held;
 
 	/* The producer and the consumer exited: what they held is in the barn or in slabs. */
-	held = barn_objects(c);
+	held = barn_check_objects(c);
 	CHECK(st.active_objs == held, "active %lu, barn %lu", st.active_objs, held);
 	CHECK(READ_ONCE(c->barn.capacity) == 1022, "grown: %u", READ_ONCE(c->barn.capacity));
 	barn_decay(c, now + iv / 2);
@@ -287,7 +287,7 @@ static void decay_direct(void)
 	barn_decay(c, now + iv + iv / 10);
 	CHECK(READ_ONCE(c->barn.capacity) == 510, "one interval: %u", READ_ONCE(c->barn.capacity));
 	CHECK(READ_ONCE(c->barn.nr_empty) == 0, "empty sheaves of 1022 freed");
-	held = barn_objects(c);
+	held = barn_check_objects(c);
 	CHECK(held <= (unsigned long)c->barn.max_full * 510, "barn keeps %lu objects", held);
 	st2 = stats(c);
 	CHECK(st2.active_objs == held, "flushed, none lost: active %lu, barn %lu", st2.active_objs,
@@ -295,7 +295,7 @@ static void decay_direct(void)
 	barn_decay(c, now + 12 * iv);
 	CHECK(READ_ONCE(c->barn.capacity) == 126, "ten intervals: the base (%u)",
 	      READ_ONCE(c->barn.capacity));
-	held = barn_objects(c);
+	held = barn_check_objects(c);
 	CHECK(held <= (unsigned long)c->barn.max_full * 126, "barn keeps %lu objects", held);
 	st2 = stats(c);
 	CHECK(st2.active_objs == held && st2.sheaf_capacity == 126, "active %lu, barn %lu",
@@ -591,7 +591,7 @@ static void depth(void)
 		depth_alloc(c, h);
 		depth_free(c, h);
 	}
-	held = barn_objects(c);
+	held = barn_check_objects(c);
 	printf("  %d objects freed and allocated back: depth %u (base %u), the barn holds %lu\n",
 	       DEPTH_N, READ_ONCE(c->barn.max_full), base, held);
 	CHECK(READ_ONCE(c->barn.max_full) > base && held > (unsigned long)base * 1022,
@@ -609,7 +609,7 @@ static void depth(void)
 		nanosleep(&(struct timespec){ 0, 2000000 }, NULL);
 	CHECK(READ_ONCE(c->barn.max_full) == base, "depth %u after %u ms idle",
 	      READ_ONCE(c->barn.max_full), 40 * ms);
-	held = barn_objects(c);
+	held = barn_check_objects(c);
 	CHECK(held <= (unsigned long)base * 1022, "the barn keeps %lu objects", held);
 	st = stats(c);
 	CHECK(st.events[USLAB_STAT_BARN_SHRINK] >= 1 && st.active_objs >= held,
