@@ -79,8 +79,7 @@ static unsigned long kept_on(int node)
 {
 	struct uslab_node_stats st;
 
-	CHECK(uslab_cache_node_stats(mp->pool_data, node, &st) == 0, "node stats of node %d",
-	      node);
+	CHECK(uslab_cache_node_stats(mp->pool_data, node, &st) == 0, "node stats of node %d", node);
 	return st.pool_objs;
 }
 
@@ -93,8 +92,7 @@ static void *everything(void *arg)
 
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
-	CHECK(pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0, "pin to CPU %d",
-	      cpu);
+	CHECK(pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0, "pin to CPU %d", cpu);
 	CHECK(uslab_numa_node() == cpu, "CPU %d is on fake node %d", cpu, uslab_numa_node());
 	while (n < NOBJS) {
 		unsigned int k = NOBJS - n < BURST ? NOBJS - n : BURST;
@@ -103,8 +101,7 @@ static void *everything(void *arg)
 		CHECK(ret == 0, "CPU %d: get of %u after %u objects: %d", cpu, k, n, ret);
 		n += k;
 	}
-	CHECK(rte_mempool_get(mp, &got[0]) == -ENOENT, "CPU %d: one more than the pool has",
-	      cpu);
+	CHECK(rte_mempool_get(mp, &got[0]) == -ENOENT, "CPU %d: one more than the pool has", cpu);
 	qsort(got, NOBJS, sizeof(void *), cmp_ptr);
 	CHECK(memcmp(got, objs_sorted, sizeof(got)) == 0,
 	      "CPU %d: not every object of the pool once", cpu);
@@ -123,9 +120,10 @@ static void on_cpu(int cpu)
 
 int main(int argc, char **argv)
 {
-	char *eal[] = { argv[0],     "--no-huge", "--no-pci", "--no-shconf", "-l",
-			"0",	     "-m",	  "64",	      "--log-level", "*:warning",
-			"-d",	     argc > 1 ? argv[1] : "", NULL };
+	char *eal[] = { argv[0],       "--no-huge", "--no-pci", "--no-shconf",
+			"-l",	       "0",	    "-m",	"64",
+			"--log-level", "*:warning", "-d",	argc > 1 ? argv[1] : "",
+			NULL };
 	unsigned long n0, n1;
 	int ret;
 
@@ -180,8 +178,8 @@ int main(int argc, char **argv)
 	on_cpu(0);
 	n0 = kept_on(0);
 	n1 = kept_on(1);
-	CHECK(n0 + n1 == NOBJS && n0 > 0, "after node 0's thread: node 0 keeps %lu, node 1 %lu",
-	      n0, n1);
+	CHECK(n0 + n1 == NOBJS && n0 > 0, "after node 0's thread: node 0 keeps %lu, node 1 %lu", n0,
+	      n1);
 	printf("ok node 0's thread got every object and gave them back (node 0 keeps %lu)\n", n0);
 
 	/*
