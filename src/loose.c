@@ -162,12 +162,13 @@ int cache_pool_setup(struct uslab_cache *c, size_t reserve, int req)
  */
 void cache_pool_release(struct uslab_cache *c)
 {
-	struct node *n = loose_node(c);
+	struct node *n;
 	size_t nr, cap;
 	void **objs;
 
 	if ((c->flags & (USLAB_POOL | USLAB_POOL_EXTERNAL)) != USLAB_POOL)
 		return;
+	n = loose_node(c);
 	ulock_lock(&n->lock);
 	objs = n->loose;
 	nr = n->nr_loose;
@@ -186,12 +187,12 @@ void cache_pool_release(struct uslab_cache *c)
 /* Objects in @c's loose array (0 for a cache that is not a pool). */
 size_t cache_pool_count(struct uslab_cache *c)
 {
+	struct node *nd;
 	size_t n;
 
 	if (!(c->flags & USLAB_POOL))
 		return 0;
-	struct node *nd = loose_node(c);
-
+	nd = loose_node(c);
 	ulock_lock(&nd->lock);
 	n = nd->nr_loose;
 	ulock_unlock(&nd->lock);
@@ -201,12 +202,12 @@ size_t cache_pool_count(struct uslab_cache *c)
 /* Copy the loose objects into @dst (at most @max; validate). Return: how many there are. */
 size_t cache_pool_gather(struct uslab_cache *c, void **dst, size_t max)
 {
+	struct node *nd;
 	size_t n;
 
 	if (!(c->flags & USLAB_POOL))
 		return 0;
-	struct node *nd = loose_node(c);
-
+	nd = loose_node(c);
 	ulock_lock(&nd->lock);
 	n = nd->nr_loose;
 	if (dst && n) /* (no array after a shrink: memcpy from NULL is undefined) */
@@ -215,11 +216,17 @@ size_t cache_pool_gather(struct uslab_cache *c, void **dst, size_t max)
 	return n;
 }
 
-/* Forget @c's loose array (cache_delete: an external pool's objects have no slab to go to). */
+/*
+ * Forget @c's loose array (cache_delete: an external pool's objects have no
+ * slab to go to). A cache whose setup failed may have no node lists yet.
+ */
 void loose_forget(struct uslab_cache *c)
 {
-	struct node *n = loose_node(c);
+	struct node *n;
 
+	if (!(c->flags & USLAB_POOL) || c->home >= c->nr_nodes)
+		return;
+	n = loose_node(c);
 	if (!n->loose)
 		return;
 	os_munmap(n->loose, n->loose_cap * sizeof(void *));
