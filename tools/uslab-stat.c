@@ -275,10 +275,11 @@ static void print_json(FILE *f, const struct snap *s)
 {
 	fprintf(f,
 		"{\"pid\": %d, \"updated_ns\": %" PRIu64 ", \"refreshes\": %" PRIu64
-		", \"refresh_cpu_ns\": %" PRIu64 ",\n \"rcu\": {\"queued\": %" PRIu64
-		", \"freed\": %" PRIu64 ", \"batches\": %" PRIu64 "},\n",
-		s->h.pid, s->h.updated_ns, s->h.refreshes, s->h.refresh_ns, s->h.rcu.queued,
-		s->h.rcu.freed, s->h.rcu.batches);
+		", \"refresh_cpu_ns\": %" PRIu64 ", \"reports\": %" PRIu64
+		",\n \"rcu\": {\"queued\": %" PRIu64 ", \"freed\": %" PRIu64
+		", \"batches\": %" PRIu64 ", \"leaked\": %" PRIu64 "},\n",
+		s->h.pid, s->h.updated_ns, s->h.refreshes, s->h.refresh_ns, s->h.reports,
+		s->h.rcu.queued, s->h.rcu.freed, s->h.rcu.batches, s->h.rcu.leaked);
 	fprintf(f,
 		" \"heap\": {\"mapped_bytes\": %" PRIu64 ", \"used_bytes\": %" PRIu64
 		", \"retained_bytes\": %" PRIu64 ", \"purged_bytes\": %" PRIu64
@@ -300,14 +301,16 @@ static void print_json(FILE *f, const struct snap *s)
 			", \"objperslab\": %u, \"pagesperslab\": %u, \"active_slabs\": %lu"
 			", \"num_slabs\": %lu, \"partial_slabs\": %lu, \"sheaf_capacity\": %u"
 			", \"sheaf_capacity_min\": %u, \"sheaf_capacity_max\": %u"
-			", \"sheaved\": %" PRIu64 ", \"barn_full\": %lu, \"barn_empty\": %lu"
+			", \"sheaved\": %" PRIu64 ", \"guard_objs\": %" PRIu64
+			", \"barn_full\": %lu, \"barn_empty\": %lu"
 			", \"layout\": \"%s\", \"meta_bytes\": %u, \"bytes\": %" PRIu64
 			", \"flags\": %u, \"percpu\": %u, \"percpu_cpus\": %u"
 			", \"percpu_sheaves\": %lu, \"percpu_objects\": %lu, \"events\": {",
 			r->st.active_objs, r->st.num_objs, r->st.objsize, r->st.object_size,
 			r->st.objperslab, r->st.pagesperslab, r->st.active_slabs, r->st.num_slabs,
 			r->st.partial_slabs, r->st.sheaf_capacity, r->st.sheaf_capacity_min,
-			r->st.sheaf_capacity_max, r->sheaved, r->st.barn_full, r->st.barn_empty,
+			r->st.sheaf_capacity_max, r->sheaved, r->guard_objs, r->st.barn_full,
+			r->st.barn_empty,
 			uslab_layout_name(r->st.layout) ? uslab_layout_name(r->st.layout) : "?",
 			r->st.meta_bytes, export_row_bytes(r), r->flags, r->st.percpu,
 			r->st.percpu_cpus, r->st.percpu_sheaves, r->st.percpu_objects);
