@@ -6,8 +6,9 @@
 #          headers are compiled by it too, as C and C++), liburcu,
 #          python3 and sqlite3 (tests/preload runs them on libuslab-malloc.so),
 #          valgrind (its client-request headers, and the memcheck test),
-#          and DPDK (libdpdk-dev: the mempool driver dpdk/ builds against;
-#          dpdk-dev: dpdk-testpmd, which tests/dpdk runs on the driver)
+#          DPDK (libdpdk-dev: the mempool driver dpdk/ builds against;
+#          dpdk-dev: dpdk-testpmd, which tests/dpdk runs on the driver),
+#          and prometheus (promtool, which lints uslab-stat --prometheus)
 #   bench: the above, plus the peer allocators and gnuplot, and the real
 #          programs bench/run-malloc runs under each malloc (redis, python3,
 #          sqlite3, gcc, GNU time, perl, gawk, sed, sort, xz, zstd, git,
@@ -17,6 +18,7 @@ what=${1:-test}
 
 pkgs="gcc g++ make cmake pkg-config clang-format clang liburcu-dev python3 sqlite3 valgrind"
 pkgs="$pkgs libdpdk-dev dpdk-dev"
+pkgs="$pkgs prometheus"
 if [ "$what" = bench ]; then
 	pkgs="$pkgs libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev"
 	pkgs="$pkgs gnuplot-nox"
@@ -50,6 +52,18 @@ case " $missing " in
 	elif [ -x /etc/init.d/redis-server ]; then
 		$sudo /etc/init.d/redis-server stop >/dev/null 2>&1 || true
 		$sudo update-rc.d redis-server disable >/dev/null 2>&1 || true
+	fi
+	;;
+esac
+# Debian starts the Prometheus server (port 9090) as a system service too; the
+# tests want only its promtool.
+case " $missing " in
+*" prometheus "*)
+	if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
+		$sudo systemctl disable --now prometheus >/dev/null 2>&1 || true
+	elif [ -x /etc/init.d/prometheus ]; then
+		$sudo /etc/init.d/prometheus stop >/dev/null 2>&1 || true
+		$sudo update-rc.d prometheus disable >/dev/null 2>&1 || true
 	fi
 	;;
 esac

@@ -76,6 +76,7 @@ static void gather_one(struct uslab_cache *c, void *arg)
 	r->flags = c->flags | c->debug;
 	lifecycle_stats(c, &r->st); /* (uslab's own caches too: no handle check) */
 	r->sheaved = thread_sum_sheaved(c);
+	r->guard_objs = guard_live(c);
 	for (uint32_t nid = 0; g->nodes && nid < g->nr_nodes && nid < c->nr_nodes; nid++)
 		lifecycle_node_stats(c, nid, &g->nodes[(size_t)r->index * g->nr_nodes + nid]);
 }
@@ -121,6 +122,7 @@ static void refresh(void)
 		map->rcu = rcu;
 	lifecycle_heap_stats(&heap);
 	map->heap = heap;
+	map->reports = uslab_bug_count();
 	map->updated_ns = ns_of(CLOCK_REALTIME);
 	map->refreshes++;
 	map->refresh_ns = ns_of(CLOCK_THREAD_CPUTIME_ID) - t0;

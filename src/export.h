@@ -33,9 +33,10 @@
  * 2: the page heap (@heap) after @rcu; 4: NUMA, @nr_nodes and the node
  * table after the rows (EXPORT_MAX_ROWS rows of @nr_nodes entries: the
  * row at @index has entries [@index * @nr_nodes, ... + @nr_nodes));
- * 5: struct uslab_node_stats.pool_objs.
+ * 5: struct uslab_node_stats.pool_objs; 6: the problems reported
+ * (@reports) and each row's objects in the sampling guard (@guard_objs).
  */
-#define EXPORT_VERSION 5
+#define EXPORT_VERSION 6
 #define EXPORT_SHM "/dev/shm"  /* the fallback: EXPORT_SHM/uslab-UID */
 #define EXPORT_RUN "/run/user" /* the XDG runtime directories: EXPORT_RUN/UID */
 #define EXPORT_PREFIX "uslab-stat."
@@ -47,9 +48,10 @@
 
 struct export_row {
 	char name[USLAB_NAME_MAX + 1];
-	uint64_t sheaved; /* objects in the threads' sheaves (racy sum) */
-	uint32_t flags;	  /* creation flags (debug tier's included) */
-	uint32_t index;	  /* its place in the file, for the node table (rows may be sorted) */
+	uint64_t sheaved;    /* objects in the threads' sheaves (racy sum) */
+	uint32_t flags;	     /* creation flags (debug tier's included) */
+	uint32_t index;	     /* its place in the file, for the node table (rows may be sorted) */
+	uint64_t guard_objs; /* of st.active_objs, objects in the sampling guard's slots */
 	struct uslab_cache_stats st;
 };
 
@@ -70,6 +72,7 @@ struct export_header {
 	struct uslab_heap_stats heap; /* the page heap (uslab_heap_stats()), at each refresh */
 	uint32_t nr_nodes;	      /* NUMA nodes of the node table; 0: NUMA off, no table */
 	uint32_t pad;
+	uint64_t reports; /* problems the debug tier reported: uslab_bug_count() */
 	char options[EXPORT_OPTIONS_BYTES]; /* uslab_options_print()'s text */
 };
 

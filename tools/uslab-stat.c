@@ -17,6 +17,8 @@
  *                                  frees per node (a process with NUMA on)
  *   uslab-stat --heap PID          the page heap: mapped, used, retained, purged
  *   uslab-stat --json PID          the snapshot as JSON
+ *   uslab-stat --prometheus PID    the snapshot as Prometheus metrics (prometheus.c)
+ *   uslab-stat --prometheus-all    the metrics of every process --list lists
  *   uslab-stat --options [PID]     the USLAB_* variables in effect
  *   uslab-stat --list              processes that export
  *
@@ -24,7 +26,9 @@
  * not export, its file cannot be read or is of another EXPORT_VERSION),
  * 2 for a usage error. -w runs until the process exits, then prints
  * "uslab-stat: process PID exited" under its last frame and exits 0 (1 if
- * it never showed a frame).
+ * it never showed a frame). --list and --prometheus-all exit 0 whoever
+ * exports: a file they cannot read is a line on stderr, and no exporter
+ * is no line (--prometheus-all: empty output, valid for a scraper).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -41,6 +45,7 @@
 #include <unistd.h>
 
 #include "export.h"
+#include "prometheus.h"
 
 struct snap {
 	struct export_header h;
@@ -275,10 +280,11 @@ static void print_json(FILE *f, const struct snap *s)
 {
 	fprintf(f,
 		"{\"pid\": %d, \"updated_ns\": %" PRIu64 ", \"refreshes\": %" PRIu64
-		", \"refresh_cpu_ns\": %" PRIu64 ",\n \"rcu\": {\"queued\": %" PRIu64
-		", \"freed\": %" PRIu64 ", \"batches\": %" PRIu64 "},\n",
-		s->h.pid, s->h.updated_ns, s->h.refreshes, s->h.refresh_ns, s->h.rcu.queued,
-		s->h.rcu.freed, s->h.rcu.batches);
+		", \"refresh_cpu_ns\": %" PRIu64 ", \"reports\": %" PRIu64
+		",\n \"rcu\": {\"queued\": %" PRIu64 ", \"freed\": %" PRIu64
+		", \"batches\": %" PRIu64 ", \"leaked\": %" PRIu64 "},\n",
+		s->h.pid, s->h.updated_ns, s->h.refreshes, s->h.refresh_ns, s->h.reports,
+		s->h.rcu.queued, s->h.rcu.freed, s->h.rcu.batches, s->h.rcu.leaked);
 	fprintf(f,
 		" \"heap\": {\"mapped_bytes\": %" PRIu64 ", \"used_bytes\": %" PRIu64
 		", \"retained_bytes\": %" PRIu64 ", \"purged_bytes\": %" PRIu64
@@ -300,14 +306,16 @@ static void print_json(FILE *f, const struct snap *s)
 			", \"objperslab\": %u, \"pagesperslab\": %u, \"active_slabs\": %lu"
 			", \"num_slabs\": %lu, \"partial_slabs\": %lu, \"sheaf_capacity\": %u"
 			", \"sheaf_capacity_min\": %u, \"sheaf_capacity_max\": %u"
-			", \"sheaved\": %" PRIu64 ", \"barn_full\": %lu, \"barn_empty\": %lu"
+			", \"sheaved\": %" PRIu64 ", \"guard_objs\": %" PRIu64
+			", \"barn_full\": %lu, \"barn_empty\": %lu"
 			", \"layout\": \"%s\", \"meta_bytes\": %u, \"bytes\": %" PRIu64
 			", \"flags\": %u, \"percpu\": %u, \"percpu_cpus\": %u"
 			", \"percpu_sheaves\": %lu, \"percpu_objects\": %lu, \"events\": {",
 			r->st.active_objs, r->st.num_objs, r->st.objsize, r->st.object_size,
 			r->st.objperslab, r->st.pagesperslab, r->st.active_slabs, r->st.num_slabs,
 			r->st.partial_slabs, r->st.sheaf_capacity, r->st.sheaf_capacity_min,
-			r->st.sheaf_capacity_max, r->sheaved, r->st.barn_full, r->st.barn_empty,
+			r->st.sheaf_capacity_max, r->sheaved, r->guard_objs, r->st.barn_full,
+			r->st.barn_empty,
 			uslab_layout_name(r->st.layout) ? uslab_layout_name(r->st.layout) : "?",
 			r->st.meta_bytes, export_row_bytes(r), r->flags, r->st.percpu,
 			r->st.percpu_cpus, r->st.percpu_sheaves, r->st.percpu_objects);
@@ -414,19 +422,40 @@ static int watch(int pid, double seconds)
 	}
 }
 
-/* One line of --list for each live exporter in @dir. */
-static void list_dir(const char *dir)
+/*
+ * The command name of @pid, started at @start, into @buf (@n bytes,
+ * unescaped): /proc/PID/comm, "?" if it cannot be read or the pid is
+ * another process's by now.
+ */
+static void program_of(int pid, uint64_t start, char *buf, size_t n)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(buf, n, "?");
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	if ((f = fopen(path, "r"))) {
+		if (fgets(buf, (int)n, f))
+			buf[strcspn(buf, "\n")] = 0;
+		fclose(f);
+	}
+	if (export_starttime(pid) != start)
+		snprintf(buf, n, "?");
+}
+
+/* What each_exporter() calls with a live exporter's snapshot (freed after, unless taken). */
+typedef void exporter_fn(int pid, struct snap *s, void *arg);
+
+/* @fn for each live exporter in @dir. */
+static void each_in_dir(const char *dir, exporter_fn *fn, void *arg)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
 
 	while (d && (e = readdir(d))) {
 		struct snap s;
-		char comm[64] = "?", shown[4 * sizeof(comm) + 5], path[64];
-		char own[EXPORT_DIR_MAX + 32];
-		uint64_t objs = 0;
+		char own[EXPORT_DIR_MAX + 32], path[64];
 		struct stat pb;
-		FILE *f;
 		int pid;
 
 		if (strncmp(e->d_name, EXPORT_PREFIX, strlen(EXPORT_PREFIX)))
@@ -439,16 +468,7 @@ static void list_dir(const char *dir)
 			continue; /* not where that process's user exports: not its file */
 		if (snap_read(pid, &s))
 			continue; /* (snap_read said why) */
-		for (uint32_t i = 0; i < s.h.nrows; i++)
-			objs += s.rows[i].st.active_objs;
-		snprintf(path, sizeof(path), "/proc/%d/comm", pid);
-		if ((f = fopen(path, "r"))) {
-			if (fgets(comm, sizeof(comm), f))
-				comm[strcspn(comm, "\n")] = 0;
-			fclose(f);
-		}
-		export_escape(shown, sizeof(shown), comm, false);
-		printf("%6d %6u %8" PRIu64 "  %s\n", pid, s.h.nrows, objs, shown);
+		fn(pid, &s, arg);
 		snap_free(&s);
 	}
 	if (d)
@@ -456,20 +476,20 @@ static void list_dir(const char *dir)
 }
 
 /*
- * --list: the exporters in every user's directory this program can read
+ * @fn for each exporter in every user's directory this program can read
  * (USLAB_STATS_DIR alone if it is set), each checked by snap_read().
+ * Return: 0, or 1 for a bad USLAB_STATS_DIR (said).
  */
-static int list(void)
+static int each_exporter(exporter_fn *fn, void *arg)
 {
 	static const char *const parents[] = { EXPORT_RUN, EXPORT_SHM };
 	char dir[EXPORT_DIR_MAX + 32 + 256];
 
-	printf("# pid  caches  objects  command\n");
 	if (getenv("USLAB_STATS_DIR") && *getenv("USLAB_STATS_DIR")) {
 		if (!export_dir(dir, sizeof(dir), geteuid()))
 			return fail("USLAB_STATS_DIR must be an absolute path of at most %d bytes",
 				    EXPORT_DIR_MAX);
-		list_dir(dir);
+		each_in_dir(dir, fn, arg);
 		return 0;
 	}
 	for (size_t i = 0; i < sizeof(parents) / sizeof(parents[0]); i++) {
@@ -483,7 +503,7 @@ static int list(void)
 				  strncmp(e->d_name, "uslab-", 6))
 				continue;
 			snprintf(dir, sizeof(dir), "%s/%s", parents[i], e->d_name);
-			list_dir(dir);
+			each_in_dir(dir, fn, arg);
 		}
 		if (d)
 			closedir(d);
@@ -491,21 +511,120 @@ static int list(void)
 	return 0;
 }
 
+/* One line of --list. */
+static void list_one(int pid, struct snap *s, void *arg)
+{
+	char comm[64], shown[4 * sizeof(comm) + 5];
+	uint64_t objs = 0;
+
+	(void)arg;
+	for (uint32_t i = 0; i < s->h.nrows; i++)
+		objs += s->rows[i].st.active_objs;
+	program_of(pid, s->h.starttime, comm, sizeof(comm));
+	export_escape(shown, sizeof(shown), comm, false);
+	printf("%6d %6u %8" PRIu64 "  %s\n", pid, s->h.nrows, objs, shown);
+}
+
+/* --list: a line for each exporter. */
+static int list(void)
+{
+	printf("# pid  caches  objects  command\n");
+	return each_exporter(list_one, NULL);
+}
+
+/* The snapshots --prometheus-all gathers, each with its program's name. */
+struct gathered {
+	struct snap *snaps;
+	char (*comms)[64];
+	size_t n, cap;
+	bool nomem;
+};
+
+/* Keep @s (its rows and nodes cut to their size) for the metrics. */
+static void gather_one(int pid, struct snap *s, void *arg)
+{
+	struct gathered *g = arg;
+	void *p;
+
+	if (g->n == g->cap) {
+		size_t cap = g->cap ? 2 * g->cap : 8;
+
+		if (!(p = realloc(g->snaps, cap * sizeof(*g->snaps)))) {
+			g->nomem = true;
+			return;
+		}
+		g->snaps = p;
+		if (!(p = realloc(g->comms, cap * sizeof(*g->comms)))) {
+			g->nomem = true;
+			return;
+		}
+		g->comms = p;
+		g->cap = cap;
+	}
+	/* (Smaller: a shrinking realloc that fails leaves the block as it was.) */
+	if ((p = realloc(s->rows, (s->h.nrows ? s->h.nrows : 1) * sizeof(*s->rows))))
+		s->rows = p;
+	if (s->h.nrows && s->h.nr_nodes &&
+	    (p = realloc(s->nodes, (size_t)s->h.nrows * s->h.nr_nodes * sizeof(*s->nodes))))
+		s->nodes = p;
+	program_of(pid, s->h.starttime, g->comms[g->n], sizeof(g->comms[g->n]));
+	g->snaps[g->n++] = *s;
+	s->rows = NULL; /* (taken) */
+	s->nodes = NULL;
+}
+
+/* --prometheus PID (@pid > 0) or --prometheus-all (@pid 0): the metrics on stdout. */
+static int prometheus(int pid)
+{
+	struct gathered g = { 0 };
+	struct prom_process *p;
+	struct snap s;
+	int ret = 0;
+
+	if (pid) {
+		if (snap_read(pid, &s))
+			return 1;
+		gather_one(pid, &s, &g);
+		snap_free(&s);
+	} else {
+		ret = each_exporter(gather_one, &g);
+	}
+	p = calloc(g.n ? g.n : 1, sizeof(*p));
+	if (g.nomem || !p) {
+		ret = fail("no memory");
+	} else if (!ret) {
+		for (size_t i = 0; i < g.n; i++)
+			p[i] = (struct prom_process){ &g.snaps[i].h, g.snaps[i].rows,
+						      g.snaps[i].h.nr_nodes ? g.snaps[i].nodes :
+									      NULL,
+						      g.comms[i] };
+		prom_print(stdout, p, g.n);
+	}
+	for (size_t i = 0; i < g.n; i++)
+		snap_free(&g.snaps[i]);
+	free(g.snaps);
+	free(g.comms);
+	free(p);
+	return ret;
+}
+
 static int usage(void)
 {
 	fprintf(stderr,
 		"usage: %s [-s KEY] [-w SECONDS] [--events | --sheaves | --nodes | --heap | --json] "
 		"PID\n"
+		"       %s --prometheus PID\n"
+		"       %s --prometheus-all\n"
 		"       %s --options [PID]\n"
 		"       %s --list\n"
 		"KEY: name, objs, active, size, slabs, mem (default for -w: mem)\n",
-		prog, prog, prog);
+		prog, prog, prog, prog, prog);
 	return 2;
 }
 
 int main(int argc, char **argv)
 {
-	enum { SLABINFO, EVENTS, SHEAVES, NODES, HEAP, JSON, OPTIONS } what = SLABINFO;
+	enum { SLABINFO, EVENTS, SHEAVES, NODES, HEAP, JSON, PROMETHEUS, OPTIONS } what = SLABINFO;
 	double wait = 0;
 	int pid = 0, i;
 	struct snap s;
@@ -521,6 +640,10 @@ int main(int argc, char **argv)
 			what = HEAP;
 		} else if (!strcmp(argv[i], "--json")) {
 			what = JSON;
+		} else if (!strcmp(argv[i], "--prometheus")) {
+			what = PROMETHEUS;
+		} else if (!strcmp(argv[i], "--prometheus-all")) {
+			return i == argc - 1 ? prometheus(0) : usage();
 		} else if (!strcmp(argv[i], "--options")) {
 			what = OPTIONS;
 		} else if (!strcmp(argv[i], "--list")) {
@@ -552,6 +675,8 @@ int main(int argc, char **argv)
 	pid = export_pid_of(argv[i]);
 	if (pid < 0)
 		return usage();
+	if (what == PROMETHEUS)
+		return wait > 0 ? usage() : prometheus(pid);
 	if (wait > 0)
 		return watch(pid, wait);
 	if (snap_read(pid, &s))
@@ -577,6 +702,8 @@ int main(int argc, char **argv)
 		break;
 	case JSON:
 		print_json(stdout, &s);
+		break;
+	case PROMETHEUS: /* (above) */
 		break;
 	case OPTIONS: {
 		char shown[4 * sizeof(s.h.options) + 5];

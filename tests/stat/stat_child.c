@@ -14,6 +14,10 @@
  * and holds one huge object. A line "trim" on stdin calls uslab_trim() and
  * answers "trimmed" with the heap's figures then (uslab_heap_stats()),
  * which the next snapshot must show as they are: the process is idle.
+ * A line "bug" frees an object of a debug cache (stat_bug, with
+ * USLAB_CONSISTENCY_CHECKS) twice and answers "bugged reports=N" with
+ * uslab_bug_count(): run with USLAB_ON_BUG=report, the second free is
+ * reported and ignored, and the process goes on.
  *
  * stat_child exit: for USLAB_STATS=exit, a program that closes stderr in
  * its own exit handler (as coreutils' close_stdout does): the table must
@@ -123,6 +127,17 @@ int main(int argc, char **argv)
 		if (!strcmp(buf, "trim\n")) {
 			uslab_trim();
 			print_heap("trimmed");
+		} else if (!strcmp(buf, "bug\n")) {
+			struct uslab_cache *c =
+				uslab_cache_create("stat_bug", 48, NULL, USLAB_CONSISTENCY_CHECKS);
+			void *p = c ? uslab_cache_alloc(c) : NULL;
+
+			if (!p)
+				return 1;
+			uslab_cache_free(c, p);
+			uslab_cache_free(c, p); /* reported */
+			printf("bugged reports=%lu\n", uslab_bug_count());
+			fflush(stdout);
 		}
 	}
 	uslab_kfree(huge);
