@@ -6,8 +6,10 @@
 #          headers are compiled by it too, as C and C++), liburcu,
 #          python3 and sqlite3 (tests/preload runs them on libuslab-malloc.so),
 #          valgrind (its client-request headers, and the memcheck test),
-#          and DPDK (libdpdk-dev: the mempool driver dpdk/ builds against;
-#          dpdk-dev: dpdk-testpmd, which tests/dpdk runs on the driver)
+#          DPDK (libdpdk-dev: the mempool driver dpdk/ builds against;
+#          dpdk-dev: dpdk-testpmd, which tests/dpdk runs on the driver),
+#          systemtap-sdt-dev (<sys/sdt.h>: the static probes, src/probes.h)
+#          and bpftrace (tests/trace counts the probes' events)
 #   bench: the above, plus the peer allocators and gnuplot, and the real
 #          programs bench/run-malloc runs under each malloc (redis, python3,
 #          sqlite3, gcc, GNU time, perl, gawk, sed, sort, xz, zstd, git,
@@ -16,7 +18,7 @@ set -eu
 what=${1:-test}
 
 pkgs="gcc g++ make cmake pkg-config clang-format clang liburcu-dev python3 sqlite3 valgrind"
-pkgs="$pkgs libdpdk-dev dpdk-dev"
+pkgs="$pkgs libdpdk-dev dpdk-dev systemtap-sdt-dev bpftrace"
 if [ "$what" = bench ]; then
 	pkgs="$pkgs libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev"
 	pkgs="$pkgs gnuplot-nox"
