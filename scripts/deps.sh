@@ -8,7 +8,9 @@
 #          valgrind (its client-request headers, and the memcheck test),
 #          DPDK (libdpdk-dev: the mempool driver dpdk/ builds against;
 #          dpdk-dev: dpdk-testpmd, which tests/dpdk runs on the driver),
-#          and prometheus (promtool, which lints uslab-stat --prometheus)
+#          systemtap-sdt-dev (<sys/sdt.h>: the static probes, src/probes.h),
+#          bpftrace (tests/trace counts the probes' events) and prometheus
+#          (promtool, which lints uslab-stat --prometheus)
 #   bench: the above, plus the peer allocators and gnuplot, and the real
 #          programs bench/run-malloc runs under each malloc (redis, python3,
 #          sqlite3, gcc, GNU time, perl, gawk, sed, sort, xz, zstd, git,
@@ -17,7 +19,7 @@ set -eu
 what=${1:-test}
 
 pkgs="gcc g++ make cmake pkg-config clang-format clang liburcu-dev python3 sqlite3 valgrind"
-pkgs="$pkgs libdpdk-dev dpdk-dev"
+pkgs="$pkgs libdpdk-dev dpdk-dev systemtap-sdt-dev bpftrace"
 pkgs="$pkgs prometheus"
 if [ "$what" = bench ]; then
 	pkgs="$pkgs libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev"

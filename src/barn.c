@@ -162,6 +162,14 @@ static struct uslab_cache *barn_cache(struct barn *b)
 	return b->cache;
 }
 
+/* The NUMA node of @b, its index in cache_barn() (for the probes). */
+static unsigned int barn_node(struct barn *b)
+{
+	struct uslab_cache *c = b->cache;
+
+	return b == &c->barn ? 0 : (unsigned int)(b - c->barn_more) + 1;
+}
+
 static bool adaptive(const struct barn *b)
 {
 	return b->cap_max > b->cap_min;
@@ -220,6 +228,7 @@ static void resize_locked(struct barn *b, unsigned int cap, struct sheaf **out)
 	USLAB_ASSERT(b->cap_min <= cap && cap <= b->cap_max);
 	if (cap == b->capacity)
 		return;
+	PROBE(capacity, b->cache->name, barn_node(b), b->capacity, cap);
 	for (unsigned int c = b->capacity; c != cap; c = sheaf_class_step(c, cap > c)) {
 		if (cap > c)
 			b->grows++;
@@ -640,6 +649,7 @@ struct sheaf *barn_replace_empty(struct barn *b, struct sheaf **empty)
 
 	if (!READ_ONCE(b->nr_full)) {
 		barn_missed(b);
+		PROBE(barn_get, b->cache->name, barn_node(b), 0);
 		return NULL;
 	}
 	barn_lock(b);
@@ -653,6 +663,7 @@ struct sheaf *barn_replace_empty(struct barn *b, struct sheaf **empty)
 	}
 	barn_unlock(b);
 	release(b, out);
+	PROBE(barn_get, b->cache->name, barn_node(b), full ? full->size : 0);
 	return full;
 }
 
@@ -668,6 +679,7 @@ struct sheaf *barn_replace_full(struct barn *b, struct sheaf *full, bool *taken)
 	*taken = false;
 	if (READ_ONCE(b->nr_full) >= READ_ONCE(b->max_full)) {
 		barn_refused(b);
+		PROBE(barn_put, b->cache->name, barn_node(b), full->size, 0);
 		return NULL;
 	}
 	barn_lock(b);
@@ -681,6 +693,7 @@ struct sheaf *barn_replace_full(struct barn *b, struct sheaf *full, bool *taken)
 	release(b, out);
 	if (!*taken)
 		barn_refused(b);
+	PROBE(barn_put, b->cache->name, barn_node(b), full->size, *taken);
 	return empty;
 }
 

@@ -18,7 +18,8 @@
  *                export, init)
  *
  * internal.h includes them all, for the white-box tests; no file of src/
- * includes it. list.h and lock.h are base.h's (it includes them); export.h
+ * includes it. list.h, lock.h and probes.h are base.h's (it includes
+ * them; malloc.c includes probes.h too); export.h
  * is the export file's format, shared with tools/uslab-stat.c, and
  * includes no header of src/.
  *
@@ -82,7 +83,8 @@
  * <uslab/counter.h>, for programs), debug.c (usl_bug, usl_warn, assertions),
  * options.c (usl_opt), failslab.c (fault injection), stats.c (counter
  * names), lock.c (the lock and its order check, src/lock.h), numa.c (the
- * NUMA topology, the caller's node, placing memory); and usl_init(),
+ * NUMA topology, the caller's node, placing memory), probes.c (the static
+ * probes' semaphores, src/probes.h: PROBE() in any layer); and usl_init(),
  * the lazy start-up that the first slow path of any layer may trigger (with
  * usl_starting_self()). Their declarations are in this header; a service's
  * own file may include the header of any tier (it reports on the types of
@@ -128,6 +130,7 @@
 
 #include "list.h"
 #include "lock.h"
+#include "probes.h"
 /* The library defines the real uslab_cache_alloc/free: no inline macros. */
 #define USLAB_NO_INLINE 1
 /* Its definitions do read around the pointers that callers only pass. */

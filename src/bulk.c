@@ -426,8 +426,45 @@ void uslab_priv_free_bulk_slow(struct uslab_cache *c, size_t n, void **objs)
 	gp_kick();
 }
 
-/* The exported functions: the same as the inline paths, then these. */
+static size_t alloc_bulk_lib(struct uslab_cache *c, size_t n, void **objs);
+static void free_bulk_lib(struct uslab_cache *c, size_t n, void **objs);
+
+/* The exported functions, with their probes (probes.h): the caller's site, the cache, n, got. */
+static __attribute__((noinline)) size_t alloc_bulk_traced(struct uslab_cache *c, size_t n,
+							  void **objs, const void *site)
+{
+	size_t got = alloc_bulk_lib(c, n, objs);
+
+	PROBE(alloc_bulk, site, cache_probe_name(c), n, got, objs);
+	return got;
+}
+
+static __attribute__((noinline)) void free_bulk_traced(struct uslab_cache *c, size_t n, void **objs,
+						       const void *site)
+{
+	/* (Fired first: the array is the caller's until the free consumes it.) */
+	PROBE(free_bulk, site, cache_probe_name(c), n, objs);
+	free_bulk_lib(c, n, objs);
+}
+
 size_t uslab_cache_alloc_bulk(struct uslab_cache *c, size_t n, void **objs)
+{
+	if (unlikely(probe_on(alloc_bulk)))
+		return alloc_bulk_traced(c, n, objs, __builtin_return_address(0));
+	return alloc_bulk_lib(c, n, objs);
+}
+
+void uslab_cache_free_bulk(struct uslab_cache *c, size_t n, void **objs)
+{
+	if (unlikely(probe_on(free_bulk))) {
+		free_bulk_traced(c, n, objs, __builtin_return_address(0));
+		return;
+	}
+	free_bulk_lib(c, n, objs);
+}
+
+/* The same as the inline paths, then the slow paths. */
+static inline size_t alloc_bulk_lib(struct uslab_cache *c, size_t n, void **objs)
 {
 	struct pcs *p;
 
@@ -445,7 +482,7 @@ size_t uslab_cache_alloc_bulk(struct uslab_cache *c, size_t n, void **objs)
 	return uslab_priv_alloc_bulk_slow(c, n, objs);
 }
 
-void uslab_cache_free_bulk(struct uslab_cache *c, size_t n, void **objs)
+static inline void free_bulk_lib(struct uslab_cache *c, size_t n, void **objs)
 {
 	struct pcs *p;
 	void **top;

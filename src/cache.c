@@ -485,6 +485,7 @@ unsigned long cache_release_slabs_now(struct slab *s)
 			__atomic_sub_fetch(&c->nr_deferred, 1, __ATOMIC_RELEASE);
 		if (c->hot.free_key)
 			slab_clear_keys(c, s);
+		PROBE(slab_free, c->name, s->base, (unsigned int)s->objects, (unsigned int)s->node);
 		__atomic_store_n(&s->cache, NULL, __ATOMIC_RELEASE);
 		os_slab_free(s);
 		s = next;
@@ -766,6 +767,7 @@ static unsigned int node_grow(struct uslab_cache *c, struct node *n, void **dst,
 		return got;
 	}
 	slab_setup(c, s, arr);
+	PROBE(slab_new, c->name, s->base, (unsigned int)s->objects, n->id, (unsigned int)c->order);
 	got += slab_carve(c, s, dst + got, want - got);
 	USLAB_ASSERT(s->state == SLAB_NEW && !s->nfree && s->bump && s->node == n->id);
 	ulock_lock(&n->lock);

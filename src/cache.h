@@ -213,6 +213,13 @@ static inline bool cache_is_descriptor(const void *p)
 	return likely(cache_is_descriptor_near(p)) || cache_is_descriptor_slow((uintptr_t)p);
 }
 
+/* The name a probe gives @c (probes.h): "?" for what is not a live cache. */
+static inline const char *cache_probe_name(const struct uslab_cache *c)
+{
+	return c && cache_is_descriptor(c) && READ_ONCE(c->magic) == CACHE_MAGIC_LIVE ? c->name :
+											"?";
+}
+
 INTERNAL extern struct ulock caches_lock;
 INTERNAL unsigned int cache_refill(struct uslab_cache *c, void **dst, unsigned int want);
 INTERNAL unsigned int cache_refill_node(struct uslab_cache *c, void **dst, unsigned int want,

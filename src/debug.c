@@ -98,6 +98,8 @@ static void bug_line(const struct uslab_cache *c, const void *addr, const char *
 
 	len = snprintf(buf, sizeof(buf), "uslab: BUG %s: ", c ? c->name : "-");
 	len += vsnprintf(buf + len, sizeof(buf) - (size_t)len, fmt, ap);
+	/* (The line so far, NUL-terminated: the report probe's message.) */
+	PROBE(report, c ? c->name : "-", addr, buf);
 	if (len < (int)sizeof(buf))
 		len += snprintf(buf + len, sizeof(buf) - (size_t)len, " at %p\n", addr);
 	if (len >= (int)sizeof(buf)) {

@@ -259,6 +259,7 @@ void *guard_alloc(const struct uslab_cache *c, size_t size, size_t align)
 	s->site[1].depth = 0;
 	__atomic_store_n(&s->state, SLOT_LIVE, __ATOMIC_RELEASE);
 	ulock_unlock(&guard_lock);
+	PROBE(guard_sample, c ? c->name : "-", obj, size);
 	return obj;
 }
 

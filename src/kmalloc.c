@@ -357,21 +357,53 @@ void *uslab_priv_kmalloc_slow(size_t size)
 	return large_alloc(size, PAGE_SIZE, false, USLAB_NUMA_NO_NODE);
 }
 
-void *uslab_kmalloc(size_t size)
+/*
+ * The probes kmalloc and kfree (probes.h): every exported allocation and
+ * free of this file fires one, with its caller's @site (calls between
+ * them pass it on: kmalloc_at(), kfree_at()).
+ */
+static __attribute__((noinline, cold)) void kmalloc_probe(const void *site, const void *p,
+							  size_t size)
 {
-	if (likely(size - 1 < USLAB_KMALLOC_MAX_CACHE_SIZE &&
-		   __atomic_load_n(&classes_ready, __ATOMIC_ACQUIRE)))
-		return class_alloc(class_of(size), size, __builtin_return_address(0));
-	return uslab_priv_kmalloc_slow(size);
+	const struct slab *s = USLAB_ZERO_OR_NULL_PTR(p) ? NULL : os_slab_lookup(p);
+
+	PROBE(kmalloc, site, p, size, USLAB_ZERO_OR_NULL_PTR(p) ? 0 : uslab_ksize(p),
+	      s ? s->cache->name : "-");
 }
 
-void *uslab_kmalloc_node(size_t size, int node)
+/* @p, allocated for @size at @site: the kmalloc probe fired if traced. */
+static inline void *kmalloc_done(void *p, size_t size, const void *site)
+{
+	if (unlikely(probe_on(kmalloc)))
+		kmalloc_probe(site, p, size);
+	return p;
+}
+
+/* uslab_kmalloc() for @site. */
+static inline void *kmalloc_at(size_t size, const void *site)
+{
+	void *p;
+
+	if (likely(size - 1 < USLAB_KMALLOC_MAX_CACHE_SIZE &&
+		   __atomic_load_n(&classes_ready, __ATOMIC_ACQUIRE)))
+		p = class_alloc(class_of(size), size, site);
+	else
+		p = uslab_priv_kmalloc_slow(size);
+	return kmalloc_done(p, size, site);
+}
+
+void *uslab_kmalloc(size_t size)
+{
+	return kmalloc_at(size, __builtin_return_address(0));
+}
+
+static void *kmalloc_node_at(size_t size, int node, const void *site)
 {
 	struct uslab_cache *c;
 	int req, err;
 
 	if (node == USLAB_NUMA_NO_NODE)
-		return uslab_kmalloc(size);
+		return kmalloc_at(size, site);
 	err = node_request(node, &req);
 	if (err) {
 		errno = err;
@@ -382,24 +414,42 @@ void *uslab_kmalloc_node(size_t size, int node)
 
 		c = class_of(size);
 		if (!c->debug)
-			return uslab_cache_alloc_node(c, node);
+			return kmalloc_done(uslab_cache_alloc_node(c, node), size, site);
 		/* The debug tier: its own paths for the caller's node, the node's slabs (checked) else. */
 		if (req < 0 || (!NODE_STRICT(req) && NODE_ID(req) == numa_node_self()))
-			return class_alloc(c, size, __builtin_return_address(0));
+			return kmalloc_done(class_alloc(c, size, site), size, site);
 		p = uslab_cache_alloc_node(c, node);
 		if (p)
 			slab_debug_set_size(c, p, size);
-		return p;
+		return kmalloc_done(p, size, site);
 	}
 	if (size > USLAB_KMALLOC_MAX_CACHE_SIZE && size <= USLAB_KMALLOC_MAX_SIZE && !booting())
-		return large_alloc(size, PAGE_SIZE, false, req);
-	return uslab_kmalloc(size); /* 0 bytes, too large, or while uslab starts */
+		return kmalloc_done(large_alloc(size, PAGE_SIZE, false, req), size, site);
+	return kmalloc_at(size, site); /* 0 bytes, too large, or while uslab starts */
+}
+
+void *uslab_kmalloc_node(size_t size, int node)
+{
+	return kmalloc_node_at(size, node, __builtin_return_address(0));
 }
 
 void *uslab_kzalloc_node(size_t size, int node)
 {
-	void *p = uslab_kmalloc_node(size, node);
+	void *p = kmalloc_node_at(size, node, __builtin_return_address(0));
 
+	if (p && p != USLAB_ZERO_SIZE_PTR)
+		memset(p, 0, uslab_ksize(p));
+	return p;
+}
+
+static void *kzalloc_at(size_t size, const void *site)
+{
+	void *p;
+
+	if (size > USLAB_KMALLOC_MAX_CACHE_SIZE && size <= USLAB_KMALLOC_MAX_SIZE && !booting())
+		return kmalloc_done(large_alloc(size, PAGE_SIZE, true, USLAB_NUMA_NO_NODE), size,
+				    site); /* fresh pages need no memset */
+	p = kmalloc_at(size, site);
 	if (p && p != USLAB_ZERO_SIZE_PTR)
 		memset(p, 0, uslab_ksize(p));
 	return p;
@@ -407,15 +457,7 @@ void *uslab_kzalloc_node(size_t size, int node)
 
 void *uslab_kzalloc(size_t size)
 {
-	void *p;
-
-	if (size > USLAB_KMALLOC_MAX_CACHE_SIZE && size <= USLAB_KMALLOC_MAX_SIZE && !booting())
-		return large_alloc(size, PAGE_SIZE, true,
-				   USLAB_NUMA_NO_NODE); /* fresh pages need no memset */
-	p = uslab_kmalloc(size);
-	if (p && p != USLAB_ZERO_SIZE_PTR)
-		memset(p, 0, uslab_ksize(p));
-	return p;
+	return kzalloc_at(size, __builtin_return_address(0));
 }
 
 void *uslab_kcalloc(size_t n, size_t size)
@@ -426,11 +468,12 @@ void *uslab_kcalloc(size_t n, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return uslab_kzalloc(bytes);
+	return kzalloc_at(bytes, __builtin_return_address(0));
 }
 
 void *uslab_kmalloc_aligned(size_t size, size_t align)
 {
+	const void *site = __builtin_return_address(0);
 	size_t padded;
 	void *p;
 
@@ -439,7 +482,7 @@ void *uslab_kmalloc_aligned(size_t size, size_t align)
 		return NULL;
 	}
 	if (align <= 8 || !size)
-		return uslab_kmalloc(size);
+		return kmalloc_at(size, site);
 	if (booting())
 		return boot_alloc(size, align);
 	/*
@@ -449,11 +492,11 @@ void *uslab_kmalloc_aligned(size_t size, size_t align)
 	 */
 	padded = ALIGN_UP(size, align);
 	if (align <= PAGE_SIZE && padded >= size && padded <= USLAB_KMALLOC_MAX_CACHE_SIZE) {
-		p = uslab_kmalloc(padded);
+		p = kmalloc_at(padded, site);
 		USLAB_ASSERT(!p || ((uintptr_t)p & (align - 1)) == 0);
 		return p;
 	}
-	return large_alloc(size, align, false, USLAB_NUMA_NO_NODE);
+	return kmalloc_done(large_alloc(size, align, false, USLAB_NUMA_NO_NODE), size, site);
 }
 
 /* -------------------------------------------------------------- free */
@@ -487,7 +530,28 @@ void uslab_priv_kfree_slow(const void *p)
 		uslab_cache_free(s->cache, (void *)p);
 }
 
+/* The kfree probe: @p freed at @site (before the free: @p is still the caller's). */
+static __attribute__((noinline, cold)) void kfree_probe(const void *site, const void *p)
+{
+	PROBE(kfree, site, p);
+}
+
+static inline void kfree_plain(const void *p);
+
+/* uslab_kfree() for @site. */
+static inline void kfree_at(const void *p, const void *site)
+{
+	if (unlikely(probe_on(kfree)))
+		kfree_probe(site, p);
+	kfree_plain(p);
+}
+
 void uslab_kfree(const void *p)
+{
+	kfree_at(p, __builtin_return_address(0));
+}
+
+static inline void kfree_plain(const void *p)
 {
 	struct slab *s = os_slab_lookup(p);
 
@@ -536,7 +600,7 @@ void uslab_kfree_sensitive(const void *p)
 		/* The memset must happen although the memory is freed next. */
 		__asm__ __volatile__("" : : "r"(p) : "memory");
 	}
-	uslab_kfree(p);
+	kfree_at(p, __builtin_return_address(0));
 }
 
 /* ------------------------------------------------------------ resize */
@@ -567,14 +631,15 @@ static bool large_resize(struct slab *s, size_t size)
 
 void *uslab_krealloc(const void *p, size_t size)
 {
+	const void *site = __builtin_return_address(0);
 	struct slab *s = NULL;
 	size_t old;
 	void *q;
 
 	if (USLAB_ZERO_OR_NULL_PTR(p))
-		return uslab_kmalloc(size);
+		return kmalloc_at(size, site);
 	if (!size) {
-		uslab_kfree(p);
+		kfree_at(p, site);
 		return USLAB_ZERO_SIZE_PTR;
 	}
 	if (unlikely(in_boot_heap(p))) {
@@ -615,7 +680,7 @@ void *uslab_krealloc(const void *p, size_t size)
 				old = slab_debug_size(c, p);
 		}
 	}
-	q = uslab_kmalloc(size);
+	q = kmalloc_at(size, site);
 	if (!q)
 		return size <= old ? (void *)p : NULL; /* a failed shrink keeps @p */
 	/*
@@ -634,7 +699,7 @@ void *uslab_krealloc(const void *p, size_t size)
 		 */
 		cache_clear_stale_key(q);
 	}
-	uslab_kfree(p);
+	kfree_at(p, site);
 	return q;
 }
 

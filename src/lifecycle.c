@@ -119,6 +119,7 @@ struct uslab_cache *lifecycle_create(const char *name, size_t size,
 	    ((flags & USLAB_PERCPU) || usl_opt.percpu == PERCPU_ON))
 		percpu_enable(c);
 	cache_register(c);
+	PROBE(cache_create, c, c->name, c->object_size, c->size, c->flags);
 	if (flags & USLAB_TYPESAFE_BY_RCU)
 		gp_prestart(); /* its slabs will need it; on failure gp_kick() retries */
 	return c;
@@ -208,6 +209,7 @@ int uslab_cache_destroy(struct uslab_cache *c)
 	thread_id_detach_locked(c);
 	cache_unregister_locked(c);
 	ulock_unlock(&caches_lock);
+	PROBE(cache_destroy, c, c->name);
 	if (c->flags & USLAB_TYPESAFE_BY_RCU) {
 		uslab_rcu_barrier(); /* its slabs still name it until released */
 		if (__atomic_load_n(&c->nr_deferred, __ATOMIC_ACQUIRE)) {

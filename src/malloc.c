@@ -37,6 +37,8 @@
 #include <stdint.h>
 #include <string.h>
 #include <uslab.h>
+
+#include "probes.h"
 #ifdef __GLIBC__
 #include <gnu/libc-version.h>
 #endif
@@ -80,6 +82,13 @@ EXPORT struct mallinfo mallinfo(void);
 EXPORT extern const char uslab_priv_malloc_dropin;
 const char uslab_priv_malloc_dropin = 1;
 
+/*
+ * The drop-in's static probes (probes.h: malloc, calloc, realloc,
+ * memalign, free), each fired once per call of the program with its call
+ * site; the functions below call each other through the _plain forms.
+ */
+MALLOC_PROBE_LIST(PROBE_SEMAPHORE_DEFINE)
+
 /* A request beyond the classes, or 0 bytes. */
 static __attribute__((noinline)) void *malloc_slow(size_t size)
 {
@@ -87,19 +96,63 @@ static __attribute__((noinline)) void *malloc_slow(size_t size)
 }
 
 /* The class of size rounded up to 16, inline: about 14 instructions. */
-void *malloc(size_t size)
+static inline void *malloc_plain(size_t size)
 {
 	if (likely(size - 1 < USLAB_KMALLOC_MAX_CACHE_SIZE))
 		return uslab_kmalloc((size + MALLOC_ALIGN - 1) & ~(MALLOC_ALIGN - 1));
 	return malloc_slow(size);
 }
 
-void free(void *p)
+static __attribute__((noinline)) void *malloc_traced(size_t size, const void *site)
 {
+	void *p = malloc_plain(size);
+
+	PROBE(malloc, site, p, size);
+	return p;
+}
+
+void *malloc(size_t size)
+{
+	if (unlikely(probe_on(malloc)))
+		return malloc_traced(size, __builtin_return_address(0));
+	return malloc_plain(size);
+}
+
+static __attribute__((noinline)) void free_traced(void *p, const void *site)
+{
+	PROBE(free, site, p); /* (first: @p is still the program's) */
 	uslab_kfree(p);
 }
 
-void *calloc(size_t n, size_t size)
+void free(void *p)
+{
+	if (unlikely(probe_on(free))) {
+		free_traced(p, __builtin_return_address(0));
+		return;
+	}
+	uslab_kfree(p);
+}
+
+/* The probes fired after their call (@site, the result, the arguments). */
+static __attribute__((noinline, cold)) void calloc_probe(const void *site, void *p, size_t n,
+							 size_t size)
+{
+	PROBE(calloc, site, p, n, size);
+}
+
+static __attribute__((noinline, cold)) void realloc_probe(const void *site, void *old, void *p,
+							  size_t size)
+{
+	PROBE(realloc, site, old, p, size);
+}
+
+static __attribute__((noinline, cold)) void memalign_probe(const void *site, void *p, size_t align,
+							   size_t size)
+{
+	PROBE(memalign, site, p, align, size);
+}
+
+static inline void *calloc_plain(size_t n, size_t size)
 {
 	size_t bytes;
 	void *p;
@@ -110,19 +163,28 @@ void *calloc(size_t n, size_t size)
 	}
 	if (bytes > USLAB_KMALLOC_MAX_CACHE_SIZE)
 		return uslab_kzalloc(bytes); /* pages fresh from the OS are not cleared again */
-	p = malloc(bytes);
+	p = malloc_plain(bytes);
 	if (p)
 		memset(p, 0, bytes);
 	return p;
 }
 
-void *realloc(void *p, size_t size)
+void *calloc(size_t n, size_t size)
+{
+	void *p = calloc_plain(n, size);
+
+	if (unlikely(probe_on(calloc)))
+		calloc_probe(__builtin_return_address(0), p, n, size);
+	return p;
+}
+
+static inline void *realloc_plain(void *p, size_t size)
 {
 	if (!p)
-		return malloc(size);
+		return malloc_plain(size);
 	if (!size) {
 		/* glibc: the memory is freed and NULL returned. */
-		free(p);
+		uslab_kfree(p);
 		return NULL;
 	}
 	if (size <= USLAB_KMALLOC_MAX_CACHE_SIZE)
@@ -130,27 +192,50 @@ void *realloc(void *p, size_t size)
 	return uslab_krealloc(p, size);
 }
 
+void *realloc(void *p, size_t size)
+{
+	void *q = realloc_plain(p, size);
+
+	if (unlikely(probe_on(realloc)))
+		realloc_probe(__builtin_return_address(0), p, q, size);
+	return q;
+}
+
 void *reallocarray(void *p, size_t n, size_t size)
 {
 	size_t bytes;
+	void *q;
 
 	if (unlikely(__builtin_mul_overflow(n, size, &bytes))) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	return realloc(p, bytes);
+	q = realloc_plain(p, bytes);
+	if (unlikely(probe_on(realloc)))
+		realloc_probe(__builtin_return_address(0), p, q, bytes);
+	return q;
 }
 
 /* @align a power of two; NULL with errno EINVAL or ENOMEM. */
-static void *alloc_aligned(size_t align, size_t size)
+static void *alloc_aligned_plain(size_t align, size_t size)
 {
 	if (align <= MALLOC_ALIGN)
-		return malloc(size);
+		return malloc_plain(size);
 	if (align > USLAB_KMALLOC_MAX_ALIGN) {
 		errno = ENOMEM; /* a power of two, but more than uslab can align to */
 		return NULL;
 	}
 	return uslab_kmalloc_aligned(size ? size : 1, align);
+}
+
+/* alloc_aligned_plain() for the program's call at @site: the memalign probe. */
+static void *alloc_aligned(size_t align, size_t size, const void *site)
+{
+	void *p = alloc_aligned_plain(align, size);
+
+	if (unlikely(probe_on(memalign)))
+		memalign_probe(site, p, align, size);
+	return p;
 }
 
 int posix_memalign(void **res, size_t align, size_t size)
@@ -160,7 +245,7 @@ int posix_memalign(void **res, size_t align, size_t size)
 
 	if (!align || (align & (align - 1)) || align % sizeof(void *))
 		return EINVAL;
-	p = alloc_aligned(align, size);
+	p = alloc_aligned(align, size, __builtin_return_address(0));
 	if (!p) {
 		int err = errno;
 
@@ -197,6 +282,8 @@ static bool aligned_alloc_strict(void)
 	return s;
 }
 
+static void *memalign_at(size_t align, size_t size, const void *site);
+
 void *aligned_alloc(size_t align, size_t size)
 {
 	if (!align || (align & (align - 1))) {
@@ -204,13 +291,13 @@ void *aligned_alloc(size_t align, size_t size)
 			errno = EINVAL;
 			return NULL;
 		}
-		return memalign(align, size); /* glibc before 2.38: aligned_alloc is memalign */
+		return memalign_at(align, size, __builtin_return_address(0)); /* glibc < 2.38 */
 	}
-	return alloc_aligned(align, size);
+	return alloc_aligned(align, size, __builtin_return_address(0));
 }
 
 /* glibc's memalign takes any alignment: not a power of two, it rounds up. */
-void *memalign(size_t align, size_t size)
+static void *memalign_at(size_t align, size_t size, const void *site)
 {
 	if (align > SIZE_MAX / 2 + 1) {
 		errno = EINVAL; /* glibc: no power of two is that large */
@@ -222,12 +309,17 @@ void *memalign(size_t align, size_t size)
 	}
 	while (align & (align - 1))
 		align += align & -align;
-	return alloc_aligned(align ? align : 1, size);
+	return alloc_aligned(align ? align : 1, size, site);
+}
+
+void *memalign(size_t align, size_t size)
+{
+	return memalign_at(align, size, __builtin_return_address(0));
 }
 
 void *valloc(size_t size)
 {
-	return alloc_aligned(PAGE, size);
+	return alloc_aligned(PAGE, size, __builtin_return_address(0));
 }
 
 /* Page-aligned, the size rounded up to whole pages (0 bytes: one page). */
@@ -237,7 +329,8 @@ void *pvalloc(size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return alloc_aligned(PAGE, size ? (size + PAGE - 1) & ~(PAGE - 1) : PAGE);
+	return alloc_aligned(PAGE, size ? (size + PAGE - 1) & ~(PAGE - 1) : PAGE,
+			     __builtin_return_address(0));
 }
 
 size_t malloc_usable_size(void *p)

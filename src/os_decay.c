@@ -206,7 +206,11 @@ static size_t purge_pass(bool all, size_t keep, size_t budget)
 		bytes += purge_done(&b, &rel);
 	}
 	ulock_unlock(&os_lock);
-	return bytes + arenas_unmap(rel);
+	bytes += arenas_unmap(rel);
+	/* (all: a shrink, trim or destroy; else the decay's tick) */
+	if (bytes)
+		PROBE(purge, bytes, (int)all);
+	return bytes;
 }
 
 size_t os_purge(void)

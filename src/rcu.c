@@ -323,7 +323,7 @@ static void drain_heads(struct rcu_head *h)
 /* After the grace period: free every object of a batch, recycle its blocks. */
 static void drain_batch(struct rcu_block *batch, unsigned long nb)
 {
-	unsigned long k = 0, was;
+	unsigned long k = 0, was, objs = 0;
 
 	for (struct rcu_block *b = batch, *next; b; b = next) {
 		uint32_t n = __atomic_load_n(&b->n, __ATOMIC_ACQUIRE);
@@ -331,9 +331,11 @@ static void drain_batch(struct rcu_block *batch, unsigned long nb)
 		USLAB_ASSERT(b->start <= n && n <= RCU_BLOCK_CAP);
 		next = b->next;
 		free_after_gp(n - b->start, b->ptrs + b->start);
+		objs += n - b->start;
 		block_put(b);
 		k++;
 	}
+	PROBE(rcu_batch, objs, nb);
 	/* Every block of the batch is counted in flight since it was queued. */
 	USLAB_ASSERT(k == nb);
 	was = __atomic_fetch_sub(&rcu_state.inflight, nb,

@@ -159,6 +159,7 @@ void sheaf_free(struct uslab_cache *c, struct sheaf *sh)
 void sheaf_flush(struct uslab_cache *c, struct sheaf *sh)
 {
 	USLAB_ASSERT(sheaf_ok(c, sh));
+	PROBE(sheaf_flush, c->name, sh->size, sh->capacity);
 	if (unlikely(c->debug))
 		cache_free_checked(c, sh->objs, sh->size); /* free already (thread_sheaves.c) */
 	else

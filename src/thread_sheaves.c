@@ -345,6 +345,7 @@ bool pcs_refill_main(struct uslab_cache *c, struct pcs *p, bool from_slabs)
 {
 	struct sheaf *full, *empty;
 	unsigned int n;
+	uint64_t t0;
 
 	USLAB_ASSERT(lockdep_held(LOCK_TSTATE));   /* the thread's own (thread.c) */
 	USLAB_ASSERT(p->hot.top == p->hot.bottom); /* main empty or absent */
@@ -396,6 +397,8 @@ bool pcs_refill_main(struct uslab_cache *c, struct pcs *p, bool from_slabs)
 		}
 		pcs_stat(p, USLAB_STAT_SHEAF_ALLOC, 1);
 	}
+	/* (Traced: the refill's time, for the probe.) */
+	t0 = probe_on(sheaf_refill) ? barn_now_ns() : 0;
 	/* (A debug cache's objects stay free in its sheaves: checked when taken.) */
 	/* (With NUMA on, from p->node's slabs: the node the sheaves serve.) */
 	n = unlikely(c->debug) ?
@@ -403,6 +406,7 @@ bool pcs_refill_main(struct uslab_cache *c, struct pcs *p, bool from_slabs)
 		    cache_refill_node(c, empty->objs, empty->capacity,
 				      cache_numa(c) ? (int)p->node : USLAB_NUMA_NO_NODE);
 	pcs_stat(p, USLAB_STAT_SHEAF_REFILL, 1);
+	PROBE(sheaf_refill, c->name, n, empty->capacity, p->node, t0 ? barn_now_ns() - t0 : 0);
 	empty->size = n;
 	pcs_set_main(p, empty);
 	return n > 0;
@@ -1097,12 +1101,29 @@ static __attribute__((noinline)) void *alloc_far(struct uslab_cache *c)
 	return alloc_pop(c);
 }
 
-void *uslab_cache_alloc(struct uslab_cache *c)
+static inline void *alloc_lib(struct uslab_cache *c)
 {
 	/* The handle is checked before it is read (5 instructions: a pair is 67, not 60). */
 	if (unlikely(!cache_is_descriptor_near(c)))
 		return alloc_far(c);
 	return alloc_pop(c);
+}
+
+/* uslab_cache_alloc() with its probe (probes.h) attached: @site is the caller's. */
+static __attribute__((noinline)) void *alloc_traced(struct uslab_cache *c, const void *site)
+{
+	void *obj = alloc_lib(c);
+
+	if (obj)
+		PROBE(alloc, site, obj, c->object_size, c->size, c->name);
+	return obj;
+}
+
+void *uslab_cache_alloc(struct uslab_cache *c)
+{
+	if (unlikely(probe_on(alloc)))
+		return alloc_traced(c, __builtin_return_address(0));
+	return alloc_lib(c);
 }
 
 /*
@@ -1150,7 +1171,7 @@ void pcs_push(struct uslab_cache *c, void *obj)
  * descriptor), no lock, no atomic. A pointer outside every slab or of another cache goes to the
  * slow path, which reports it.
  */
-void uslab_cache_free(struct uslab_cache *c, void *obj)
+static inline void free_lib(struct uslab_cache *c, void *obj)
 {
 	uintptr_t a = (uintptr_t)obj, e;
 	const struct slab *s;
@@ -1171,6 +1192,24 @@ void uslab_cache_free(struct uslab_cache *c, void *obj)
 slow:
 	/* Reports what is not an object of @c (an external pool's objects are in no slab). */
 	uslab_priv_free_slow(c, obj);
+}
+
+/* uslab_cache_free() with its probe attached: fired first, while @obj is the caller's. */
+static __attribute__((noinline)) void free_traced(struct uslab_cache *c, void *obj,
+						  const void *site)
+{
+	if (obj)
+		PROBE(free, site, obj, cache_probe_name(c));
+	free_lib(c, obj);
+}
+
+void uslab_cache_free(struct uslab_cache *c, void *obj)
+{
+	if (unlikely(probe_on(free))) {
+		free_traced(c, obj, __builtin_return_address(0));
+		return;
+	}
+	free_lib(c, obj);
 }
 
 void *uslab_cache_zalloc(struct uslab_cache *c)
