@@ -58,12 +58,11 @@ MALLOC_PROBE_LIST(PROBE_SEMAPHORE_DECLARE)
  * a branch (a plain load: a tracer attaching late is seen at the next
  * call, as with any USDT semaphore).
  */
-#define probe_on(name) \
-	__builtin_expect(uslab_##name##_semaphore != 0, 0)
+#define probe_on(name) __builtin_expect(uslab_##name##_semaphore != 0, 0)
 /* Fire probe @name; its arguments are computed only while it is traced. */
-#define PROBE(name, ...)                                   \
-	do {                                               \
-		if (probe_on(name))                        \
+#define PROBE(name, ...)                                       \
+	do {                                                   \
+		if (probe_on(name))                            \
 			STAP_PROBEV(uslab, name, __VA_ARGS__); \
 	} while (0)
 #else
