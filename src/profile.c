@@ -340,8 +340,8 @@ static void at_exit(void)
 	char path[4096];
 	int fd;
 
-	snprintf(path, sizeof(path), "%s%suslab-heap.%d.prof", d && *d ? d : "",
-		 d && *d ? "/" : "", (int)getpid());
+	snprintf(path, sizeof(path), "%s%suslab-heap.%d.prof", d && *d ? d : "", d && *d ? "/" : "",
+		 (int)getpid());
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		usl_warn("USLAB_PROFILE=exit: %s: %s", path, strerror(errno));

@@ -41,8 +41,7 @@ __attribute__((noinline)) static void hold(void *p)
 
 __attribute__((noinline)) static void site_main(size_t bytes)
 {
-	for (size_t i = 0; i < bytes / 512; i++)
-	{
+	for (size_t i = 0; i < bytes / 512; i++) {
 		void *p = ALLOC(512);
 
 		hold(p);
@@ -52,8 +51,7 @@ __attribute__((noinline)) static void site_main(size_t bytes)
 
 __attribute__((noinline)) static void site_small(size_t bytes)
 {
-	for (size_t i = 0; i < bytes / 64; i++)
-	{
+	for (size_t i = 0; i < bytes / 64; i++) {
 		void *p = ALLOC(64);
 
 		hold(p);
@@ -63,8 +61,7 @@ __attribute__((noinline)) static void site_small(size_t bytes)
 
 __attribute__((noinline)) static void site_large(size_t bytes)
 {
-	for (size_t i = 0; i < bytes / (96 << 10); i++)
-	{
+	for (size_t i = 0; i < bytes / (96 << 10); i++) {
 		void *p = ALLOC(96 << 10);
 
 		hold(p);
