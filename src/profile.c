@@ -42,6 +42,7 @@
 #define _GNU_SOURCE
 #endif
 #include <fcntl.h>
+#include <link.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -130,6 +131,55 @@ static uint32_t bucket_of(uintptr_t a)
 	return (uint32_t)(((uint64_t)a * 0x9e3779b97f4a7c15ull) >> 50) % PROFILE_BUCKETS;
 }
 
+/*
+ * The malloc drop-in's code (libuslab-malloc.so, if mapped): its frames
+ * are the allocator's, skipped at the top of a stack as the library's are
+ * (usl_backtrace()); else, unoptimised, its out-of-line kmalloc miss would
+ * be the innermost frame of every sample. Found once (dl_iterate_phdr:
+ * never under a uslab lock); racing threads find the same.
+ */
+static uintptr_t dropin_start, dropin_end;
+static bool dropin_known;
+
+static int find_dropin(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	(void)arg;
+	if (!info->dlpi_name || !strstr(info->dlpi_name, "libuslab-malloc.so"))
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+			__atomic_store_n(&dropin_start, info->dlpi_addr + ph->p_vaddr,
+					 __ATOMIC_RELAXED);
+			__atomic_store_n(&dropin_end, info->dlpi_addr + ph->p_vaddr + ph->p_memsz,
+					 __ATOMIC_RELAXED);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* @addrs less its leading frames in the drop-in. Return: frames left. */
+static uint32_t skip_dropin(void **addrs, uint32_t depth)
+{
+	uintptr_t start, end;
+	uint32_t k = 0;
+
+	if (!__atomic_load_n(&dropin_known, __ATOMIC_ACQUIRE)) {
+		dl_iterate_phdr(find_dropin, NULL);
+		__atomic_store_n(&dropin_known, true, __ATOMIC_RELEASE);
+	}
+	start = __atomic_load_n(&dropin_start, __ATOMIC_RELAXED);
+	end = __atomic_load_n(&dropin_end, __ATOMIC_RELAXED);
+	while (k < depth && (uintptr_t)addrs[k] - start < end - start)
+		k++;
+	if (k)
+		memmove(addrs, addrs + k, (depth - k) * sizeof(void *));
+	return depth - k;
+}
+
 void profile_record(const void *p, size_t size, size_t obj_size)
 {
 	void *addrs[PROFILE_DEPTH];
@@ -141,7 +191,7 @@ void profile_record(const void *p, size_t size, size_t obj_size)
 	if (!p || !recs)
 		return;
 	usl_backtrace_init();
-	depth = usl_backtrace(addrs, PROFILE_DEPTH);
+	depth = skip_dropin(addrs, usl_backtrace(addrs, PROFILE_DEPTH));
 	ulock_lock(&profile_lock);
 	if (free_top) {
 		i = free_top - 1;

@@ -6,7 +6,8 @@
 # library's call, and the inline path), at exit (USLAB_PROFILE=exit) and
 # live (uslab-stat --heap-profile, --folded). google-pprof --text must name
 # site_main first (the inline path: the inlined uslab_kmalloc_inline is
-# first, site_main the site with the largest cumulative share), its share
+# first, or unoptimised the miss function uslab_priv_kmalloc_miss, and
+# site_main the site with the largest cumulative share), its share
 # within 10% of 80%, and site_freed (as many bytes, all freed) nothing
 # (under 1%: the thread stacks uslab starts from its first allocation).
 # Usage: test_heapprof.sh PPROF USLAB_STAT MALLOC_SO PROG_MALLOC PROG_KMALLOC PROG_KMALLOC_INLINE
@@ -36,7 +37,9 @@ check() {
 	}
 	END {
 		bad = 0
-		if (top != first) { print "FAIL " name ": first row " top ", not " first; bad = 1 }
+		# (An unoptimised program: its out-of-line miss is a frame of its own.)
+		if (top != first && !(first ~ /inline/ && top == "uslab_priv_kmalloc_miss")) {
+			print "FAIL " name ": first row " top ", not " first; bad = 1 }
 		if (bestfn !~ /^site_main/) { print "FAIL " name ": largest site " bestfn; bad = 1 }
 		if (best < 72 || best > 88) { print "FAIL " name ": site_main " best "%, not 80% +- 10%"; bad = 1 }
 		# (Not 0: the first allocation of the run, in site_freed, starts
