@@ -3,8 +3,8 @@
  * heapprof_sites - a heap of known allocation sites, for the heap profile's
  * test (test_heapprof.sh): site_main holds 80% of the live bytes (512-byte
  * objects), site_small and site_large 10% each (64-byte objects; 96 KiB
- * objects, large ones), and site_freed allocated as much as site_main
- * and freed it all: a profile must not show it. With -DUSE_KMALLOC it
+ * objects, large ones), and site_freed allocated as much as site_main,
+ * resized it and freed it all: a profile must not show it. With -DUSE_KMALLOC it
  * calls uslab_kmalloc/uslab_kfree (linked with libuslab.so), else
  * malloc/free (run under the drop-in, LD_PRELOAD=libuslab-malloc.so).
  * Arguments: the live heap in MiB (default 64); seconds to wait before
@@ -20,9 +20,11 @@
 #ifdef USE_KMALLOC
 #include <uslab.h>
 #define ALLOC(n) uslab_kmalloc(n)
+#define REALLOC(p, n) uslab_krealloc(p, n)
 #define FREE(p) uslab_kfree(p)
 #else
 #define ALLOC(n) malloc(n)
+#define REALLOC(p, n) realloc(p, n)
 #define FREE(p) free(p)
 #endif
 
@@ -74,8 +76,10 @@ __attribute__((noinline)) static void site_freed(size_t bytes)
 	void **tmp = calloc(bytes / 1024, sizeof(void *));
 
 	for (size_t i = 0; tmp && i < bytes / 1024; i++) {
-		tmp[i] = ALLOC(1024);
+		tmp[i] = ALLOC(512);
 		memset(tmp[i], 2, 16);
+		/* Resized (a sampled object is copied, its record dropped), then freed. */
+		tmp[i] = REALLOC(tmp[i], 1024);
 	}
 	for (size_t i = 0; tmp && i < bytes / 1024; i++)
 		FREE(tmp[i]);
