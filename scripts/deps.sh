@@ -9,8 +9,10 @@
 #          DPDK (libdpdk-dev: the mempool driver dpdk/ builds against;
 #          dpdk-dev: dpdk-testpmd, which tests/dpdk runs on the driver),
 #          systemtap-sdt-dev (<sys/sdt.h>: the static probes, src/probes.h),
-#          bpftrace (tests/trace counts the probes' events) and prometheus
-#          (promtool, which lints uslab-stat --prometheus)
+#          bpftrace (tests/trace counts the probes' events), prometheus
+#          (promtool, which lints uslab-stat --prometheus) and
+#          google-perftools (google-pprof reads the heap profiles of
+#          tests/profile)
 #   bench: the above, plus the peer allocators and gnuplot, and the real
 #          programs bench/run-malloc runs under each malloc (redis, python3,
 #          sqlite3, gcc, GNU time, perl, gawk, sed, sort, xz, zstd, git,
@@ -20,7 +22,7 @@ what=${1:-test}
 
 pkgs="gcc g++ make cmake pkg-config clang-format clang liburcu-dev python3 sqlite3 valgrind"
 pkgs="$pkgs libdpdk-dev dpdk-dev systemtap-sdt-dev bpftrace"
-pkgs="$pkgs prometheus"
+pkgs="$pkgs prometheus google-perftools"
 if [ "$what" = bench ]; then
 	pkgs="$pkgs libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev"
 	pkgs="$pkgs gnuplot-nox"

@@ -84,7 +84,8 @@
  * options.c (usl_opt), failslab.c (fault injection), stats.c (counter
  * names), lock.c (the lock and its order check, src/lock.h), numa.c (the
  * NUMA topology, the caller's node, placing memory), probes.c (the static
- * probes' semaphores, src/probes.h: PROBE() in any layer); and usl_init(),
+ * probes' semaphores, src/probes.h: PROBE() in any layer), profile.c (the
+ * sampled heap profile's count and records); and usl_init(),
  * the lazy start-up that the first slow path of any layer may trigger (with
  * usl_starting_self()). Their declarations are in this header; a service's
  * own file may include the header of any tier (it reports on the types of
@@ -290,6 +291,8 @@ struct uslab_options {
 	unsigned int guard;	       /* USLAB_GUARD */
 	unsigned int guard_slots;      /* USLAB_GUARD_SLOTS */
 	unsigned int free_key;	       /* USLAB_FREE_KEY: enum free_key_mode */
+	unsigned int profile;	       /* USLAB_PROFILE: enum profile_mode */
+	unsigned int profile_bytes;    /* USLAB_PROFILE_BYTES */
 	unsigned int numa;	       /* USLAB_NUMA */
 	unsigned int nr_cpus;
 };
@@ -309,6 +312,7 @@ INTERNAL extern const char *const usl_stats_names[];
 enum percpu_mode { PERCPU_OFF, PERCPU_ON, PERCPU_AUTO };
 /* USLAB_FREE_KEY: no cache, every cache that can carry it, the malloc drop-in's classes. */
 enum free_key_mode { FREE_KEY_OFF, FREE_KEY_ALL, FREE_KEY_MALLOC };
+enum profile_mode { PROFILE_OFF, PROFILE_ON, PROFILE_EXIT };
 INTERNAL extern const char *const usl_percpu_names[];
 INTERNAL void options_init(void);
 INTERNAL void options_print(FILE *f);
@@ -393,6 +397,32 @@ INTERNAL bool failslab_hit(void);
 INTERNAL void counter_fork_prepare(void);
 INTERNAL void counter_fork_parent(void);
 INTERNAL void counter_fork_child(void);
+
+/* ---------------------------------------------------------- profile.c */
+
+/*
+ * The sampled heap profile (profile.c). profile_count(): a kmalloc
+ * class's sheaf given @bytes of objects, or a large allocation of @bytes
+ * (slow paths only; nothing while off). profile_due: the count ran out in
+ * this thread: the request being served is to be a sampled object, whose
+ * profile_record() clears it; profile_drop() at its free.
+ */
+INTERNAL extern bool profile_enabled;
+INTERNAL extern __thread bool profile_due __attribute__((tls_model("initial-exec")));
+INTERNAL void profile_count_slow(uint64_t bytes);
+static inline void profile_count(uint64_t bytes)
+{
+	if (unlikely(__atomic_load_n(&profile_enabled, __ATOMIC_RELAXED)))
+		profile_count_slow(bytes);
+}
+INTERNAL void profile_record(const void *p, size_t size, size_t obj_size);
+INTERNAL void profile_drop(const void *p);
+INTERNAL bool profile_has(const void *p);
+INTERNAL int profile_write(int fd, bool maps);
+INTERNAL void profile_init(void);
+INTERNAL void profile_fork_prepare(void);
+INTERNAL void profile_fork_parent(void);
+INTERNAL void profile_fork_child(void);
 
 /* ------------------------------------------------------------ debug.c */
 

@@ -1136,6 +1136,10 @@ void cache_slab_drop_single(struct slab *s)
 {
 	struct node *n = cache_node(s->cache, s->node);
 
+	/* A large object, perhaps a sample of the heap profile: its record goes (profile.c). */
+	if (unlikely(__atomic_load_n(&profile_enabled, __ATOMIC_RELAXED)))
+		profile_drop(s->base);
+
 	USLAB_ASSERT(s->cache->objects == 1 && s->state == SLAB_FULL);
 	ulock_lock(&n->lock);
 	USLAB_ASSERT(n->nr_slabs && n->nr_objects);

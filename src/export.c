@@ -129,6 +129,28 @@ static void refresh(void)
 	__atomic_store_n(&map->seq, map->seq + 1, __ATOMIC_RELEASE); /* even */
 }
 
+/*
+ * USLAB_PROFILE=on: the heap profile (profile.c) into EXPORT_HEAP_PREFIX<pid>
+ * beside the snapshot, written under a temporary name and renamed over it
+ * (a reader sees a whole one).
+ */
+static void refresh_profile(void)
+{
+	char file[sizeof(name) + 8], tmp[sizeof(name) + 16];
+	int fd;
+
+	if (!__atomic_load_n(&profile_enabled, __ATOMIC_RELAXED))
+		return;
+	snprintf(file, sizeof(file), "%s%d", EXPORT_HEAP_PREFIX, (int)getpid());
+	snprintf(tmp, sizeof(tmp), "%s.new", file);
+	fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	profile_write(fd, false);
+	close(fd);
+	renameat(dir_fd, tmp, dir_fd, file);
+}
+
 static void *exporter_main(void *arg)
 {
 	struct timespec ts = { usl_opt.stats_ms / 1000, (long)(usl_opt.stats_ms % 1000) * 1000000 };
@@ -136,6 +158,7 @@ static void *exporter_main(void *arg)
 	(void)arg;
 	for (;;) {
 		refresh();
+		refresh_profile();
 		nanosleep(&ts, NULL);
 	}
 	return NULL;
@@ -165,8 +188,13 @@ static void at_exit(void)
 {
 	if (usl_opt.stats == STATS_EXIT)
 		print_exit_table();
-	if (map)
+	if (map) {
+		char file[sizeof(name) + 8];
+
 		unlinkat(dir_fd, name, 0);
+		snprintf(file, sizeof(file), "%s%d", EXPORT_HEAP_PREFIX, (int)getpid());
+		unlinkat(dir_fd, file, 0);
+	}
 }
 
 /* Remove the files of this user's exporters that died without exit (a kill, a crash). */

@@ -40,6 +40,9 @@
 #define EXPORT_SHM "/dev/shm"  /* the fallback: EXPORT_SHM/uslab-UID */
 #define EXPORT_RUN "/run/user" /* the XDG runtime directories: EXPORT_RUN/UID */
 #define EXPORT_PREFIX "uslab-stat."
+/* USLAB_PROFILE=on: the heap profile beside the snapshot, rewritten with it
+   (gperftools' heap profile text without its maps: uslab-stat --heap-profile) */
+#define EXPORT_HEAP_PREFIX "uslab-heap."
 #define EXPORT_DIR_MAX 200			     /* the longest USLAB_STATS_DIR */
 #define EXPORT_NAME_ESCAPED (4 * USLAB_NAME_MAX + 5) /* a name through export_escape() */
 #define EXPORT_MAX_ROWS USLAB_MAX_CACHES

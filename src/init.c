@@ -47,6 +47,7 @@ static void fork_prepare(void)
 	cache_fork_prepare();
 	os_fork_prepare();
 	guard_fork_prepare();
+	profile_fork_prepare();	     /* a leaf */
 	counter_fork_prepare();	     /* a leaf: last */
 	barn_monitor_fork_prepare(); /* a leaf too (never held with reg_lock) */
 }
@@ -57,6 +58,7 @@ static void fork_parent(void)
 		return;
 	barn_monitor_fork_parent();
 	counter_fork_parent();
+	profile_fork_parent();
 	guard_fork_parent();
 	os_fork_parent();
 	cache_fork_parent();
@@ -74,6 +76,7 @@ static void fork_child(void)
 		return;
 	barn_monitor_fork_child();
 	counter_fork_child();
+	profile_fork_child();
 	guard_fork_child();
 	os_fork_child();
 	usl_tid_fork_child();
@@ -96,8 +99,9 @@ static void do_init(void)
 	/* First, before any lock is taken: see fork_prepare(). */
 	err = -pthread_atfork(fork_prepare, fork_parent, fork_child);
 	options_init();
-	numa_init();   /* before any memory is mapped: arenas are placed per node */
-	percpu_init(); /* before the kmalloc classes: USLAB_PERCPU=1 makes them per CPU */
+	profile_init(); /* (USLAB_PROFILE: its records, before any allocation is counted) */
+	numa_init();	/* before any memory is mapped: arenas are placed per node */
+	percpu_init();	/* before the kmalloc classes: USLAB_PERCPU=1 makes them per CPU */
 	if (!err)
 		err = cache_bootstrap();
 	if (!err)

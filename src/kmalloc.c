@@ -271,7 +271,25 @@ static struct slab *large_slab_alloc(size_t size, size_t align, bool *zeroed, in
 	return s;
 }
 
+static void *large_alloc_one(size_t size, size_t align, bool zero, int req);
+
+/*
+ * The heap profile (profile.c): a large object of @size bytes (counted,
+ * and sampled when the count runs out) in place of @p.
+ */
 static void *large_alloc(size_t size, size_t align, bool zero, int req)
+{
+	void *p = large_alloc_one(size, align, zero, req);
+
+	if (unlikely(__atomic_load_n(&profile_enabled, __ATOMIC_RELAXED)) && p) {
+		profile_count(ALIGN_UP(size, PAGE_SIZE));
+		if (profile_due)
+			profile_record(p, size, ALIGN_UP(size, PAGE_SIZE));
+	}
+	return p;
+}
+
+static void *large_alloc_one(size_t size, size_t align, bool zero, int req)
 {
 	struct slab *s;
 	bool zeroed;
@@ -325,12 +343,39 @@ static struct slab *object_slab(const void *p, const char *what)
  * the bytes past @size are red zone (slab_debug.c), and @site (the
  * caller's return address) is the allocation's call site.
  */
+static __attribute__((noinline, cold)) void *profile_sample(struct uslab_cache *c, void *p,
+							    size_t size)
+{
+	void *q;
+
+	if (!p) {
+		profile_due = false; /* (the next request is sampled instead) */
+		return p;
+	}
+	q = large_alloc_one(size, PAGE_SIZE, false, USLAB_NUMA_NO_NODE);
+	if (!q) {
+		profile_record(NULL, 0, 0); /* no sample */
+		return p;
+	}
+	uslab_cache_free(c, p);
+	profile_record(q, size, c->object_size);
+	return q;
+}
+
 static inline void *class_alloc(struct uslab_cache *c, size_t size, const void *site)
 {
 	void *p;
 
-	if (likely(!c->debug))
-		return uslab_cache_alloc(c);
+	if (likely(!c->debug)) {
+		p = uslab_cache_alloc(c);
+		/*
+		 * The heap profile's count ran out at the sheaf refill of this
+		 * allocation (profile.c): it is served by a sampled object.
+		 */
+		if (unlikely(profile_due))
+			p = profile_sample(c, p, size);
+		return p;
+	}
 	p = pcs_debug_alloc(c, site);
 	if (p)
 		slab_debug_set_size(c, p, size);
@@ -656,7 +701,10 @@ void *uslab_krealloc(const void *p, size_t size)
 	} else {
 		s = object_slab(p, "krealloc");
 		if (s->cache->flags & CACHE_LARGE) {
-			if (large_resize(s, size))
+			/* (A sample of the heap profile is copied: its record is by address.) */
+			if (!(unlikely(__atomic_load_n(&profile_enabled, __ATOMIC_RELAXED)) &&
+			      profile_has(p)) &&
+			    large_resize(s, size))
 				return s->base; /* (a huge object may have moved) */
 			old = s->large_size;
 		} else {

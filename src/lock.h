@@ -40,6 +40,7 @@
  * 11 LOCK_NODE      cache.c   a cache's slab lists and slab freelists
  * 12 LOCK_OS        os.c      arenas and free slab slots
  * 13 LOCK_GUARD     guard.c   the sampling guard's slots (a leaf)
+ * 14 LOCK_PROFILE   profile.c the heap profile's records (a leaf)
  *
  * LOCK_BARN and LOCK_NODE are never held together (a sheaf leaves the barn
  * before it is flushed). In builds with USLAB_CHECKS (Debug and the
@@ -73,6 +74,7 @@ enum lock_rank {
 	LOCK_NODE,
 	LOCK_OS,
 	LOCK_GUARD,
+	LOCK_PROFILE,
 	LOCK_NR_RANKS
 };
 

@@ -25,6 +25,13 @@ static int stats_dir_parse(const char *s)
 	return s && (s[0] != '/' || strlen(s) > EXPORT_DIR_MAX);
 }
 
+/* USLAB_PROFILE_DIR: profile.c reads it at exit; any path (relative: to the current directory). */
+static int profile_dir_parse(const char *s)
+{
+	(void)s;
+	return 0;
+}
+
 /* enum uslab_layout by name (uslab_layout_name(), USLAB_LAYOUT). */
 const char *const usl_layout_names[USLAB_LAYOUT_NR + 1] = {
 	"auto", "freeptr", "objfreelist", "onslab", "offslab", NULL,
@@ -34,6 +41,8 @@ const char *const usl_layout_names[USLAB_LAYOUT_NR + 1] = {
 const char *const usl_on_bug_names[] = { "default", "abort", "report", NULL };
 /* USLAB_STATS (enum stats_mode). */
 const char *const usl_stats_names[] = { "off", "on", "exit", NULL };
+/* USLAB_PROFILE (enum profile_mode). */
+static const char *const usl_profile_names[] = { "off", "on", "exit", NULL };
 /* USLAB_PERCPU (enum percpu_mode). */
 const char *const usl_percpu_names[] = { "0", "1", "auto", NULL };
 /* USLAB_FREE_KEY (enum free_key_mode). */
@@ -145,6 +154,13 @@ static const struct option_row {
 	  "carry it, malloc only the malloc drop-in's classes (and caches created with "
 	  "USLAB_FREE_KEY)",
 	  usl_free_key_names, NULL },
+	{ "USLAB_PROFILE", &usl_opt.profile, PROFILE_OFF, 0, PROFILE_EXIT,
+	  "sampled heap profile of kmalloc and malloc: on keeps it (uslab-stat --heap-profile "
+	  "with USLAB_STATS=1), exit also writes uslab-heap.<pid>.prof at exit",
+	  usl_profile_names, NULL },
+	{ "USLAB_PROFILE_BYTES", &usl_opt.profile_bytes, 2u << 20, 0, 1u << 30,
+	  "heap profile: one sample per this many bytes handed out on average (0: off)", NULL,
+	  NULL },
 	/* No variable: strings of their own, parsed by their owners. */
 	{ "USLAB_FAILSLAB", NULL, 0, 0, 0,
 	  "probability[,interval[,times[,cache]]]: allocations fail with ENOMEM (failslab)", NULL,
@@ -159,6 +175,10 @@ static const struct option_row {
 	  "a fake topology for tests: CPU:NODE,... (unlisted CPUs on node 0) or a node count N "
 	  "(CPU i on node i % N); memory stays on real node 0",
 	  NULL, numa_fake_parse },
+	{ "USLAB_PROFILE_DIR", NULL, 0, 0, 0,
+	  "directory of USLAB_PROFILE=exit's uslab-heap.<pid>.prof (unset: the current "
+	  "directory)",
+	  NULL, profile_dir_parse },
 	{ "USLAB_STATS_DIR", NULL, 0, 0, 0,
 	  "directory of USLAB_STATS=1's files, an absolute path (unset: /run/user/UID if "
 	  "there, else /dev/shm/uslab-UID)",

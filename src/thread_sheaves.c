@@ -917,6 +917,9 @@ void *uslab_priv_alloc_slow(struct uslab_cache *c)
 	thread_lock_self();
 	pcs_stat(p, USLAB_STAT_ALLOC_SLOWPATH, 1);
 	if (pcs_refill_main(c, p, true)) {
+		/* The heap profile counts a class's sheaf by its bytes (profile.c). */
+		if (c->flags & CACHE_KMALLOC)
+			profile_count((uint64_t)(p->hot.top - p->hot.bottom) * c->object_size);
 		obj = *--p->hot.top;
 		objs_hand_out(c, &obj, 1);
 	} else {

@@ -19,6 +19,9 @@
  *   uslab-stat --json PID          the snapshot as JSON
  *   uslab-stat --prometheus PID    the snapshot as Prometheus metrics (prometheus.c)
  *   uslab-stat --prometheus-all    the metrics of every process --list lists
+ *   uslab-stat --heap-profile PID  the sampled heap profile (USLAB_PROFILE=on), in
+ *                                  gperftools' heap profile format, for google-pprof
+ *   uslab-stat --folded PID        the same as folded stacks (flamegraph.pl's input)
  *   uslab-stat --options [PID]     the USLAB_* variables in effect
  *   uslab-stat --list              processes that export
  *
@@ -608,6 +611,132 @@ static int prometheus(int pid)
 	return ret;
 }
 
+/*
+ * The frame at @a as "file+0xoffset" (the mapping of /proc/PID/maps that
+ * holds it, its offset in the file: addr2line -f -e FILE OFFSET names it),
+ * else the address.
+ */
+struct mapping {
+	unsigned long start, end, off;
+	char file[256];
+};
+
+static void frame_name(char *buf, size_t n, unsigned long a, const struct mapping *m, size_t nm)
+{
+	for (size_t i = 0; i < nm; i++) {
+		if (a - 1 >= m[i].start && a - 1 < m[i].end && m[i].file[0]) {
+			const char *base = strrchr(m[i].file, '/');
+
+			snprintf(buf, n, "%s+0x%lx", base ? base + 1 : m[i].file,
+				 a - m[i].start + m[i].off);
+			return;
+		}
+	}
+	snprintf(buf, n, "0x%lx", a);
+}
+
+/*
+ * --heap-profile PID: the profile the process rewrites with its snapshot
+ * (EXPORT_HEAP_PREFIX<pid>, src/profile.c), then "MAPPED_LIBRARIES:" and
+ * its /proc/PID/maps, as gperftools writes a heap profile (google-pprof
+ * --text PROGRAM FILE reads it). --folded PID (@folded): one line per
+ * sample, "outermost;...;innermost bytes", the frames named by their file
+ * and offset (frame_name()).
+ */
+static int heap_profile(int pid, bool folded)
+{
+	char dir[EXPORT_DIR_MAX + 32], path[EXPORT_DIR_MAX + 80], line[8192];
+	struct mapping *maps = NULL;
+	size_t nmaps = 0, cap = 0;
+	struct stat pb, sb;
+	struct snap s;
+	FILE *f, *m;
+	int fd;
+
+	if (snap_read(pid, &s)) /* (it exports: the file is its, the process alive) */
+		return 1;
+	snap_free(&s);
+	snprintf(line, sizeof(line), "/proc/%d", pid);
+	if (stat(line, &pb) || !export_dir(dir, sizeof(dir), pb.st_uid))
+		return fail("no process %d", pid);
+	snprintf(path, sizeof(path), "%s/%s%d", dir, EXPORT_HEAP_PREFIX, pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0 && errno == ENOENT)
+		return fail("process %d keeps no heap profile (run it with USLAB_PROFILE=on "
+			    "USLAB_STATS=1), or has not written it yet",
+			    pid);
+	if (fd < 0)
+		return fail("cannot read %s: %s", path, strerror(errno));
+	/* As the snapshot (snap_read()): a regular file, the process owner's alone. */
+	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || sb.st_uid != pb.st_uid ||
+	    (sb.st_mode & (S_IWGRP | S_IWOTH)) || !(f = fdopen(fd, "r"))) {
+		close(fd);
+		return fail("%s is not pid %d's own heap profile", path, pid);
+	}
+	snprintf(line, sizeof(line), "/proc/%d/maps", pid);
+	m = fopen(line, "re");
+	if (!m) {
+		fclose(f);
+		return fail("cannot read /proc/%d/maps: %s", pid, strerror(errno));
+	}
+	if (!folded) {
+		size_t r;
+
+		while ((r = fread(line, 1, sizeof(line), f)) > 0)
+			fwrite(line, 1, r, stdout);
+		fputs("\nMAPPED_LIBRARIES:\n", stdout);
+		while ((r = fread(line, 1, sizeof(line), m)) > 0)
+			fwrite(line, 1, r, stdout);
+		fclose(f);
+		fclose(m);
+		return 0;
+	}
+	while (fgets(line, sizeof(line), m)) {
+		struct mapping x = { 0 };
+		char perms[8];
+
+		if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %255s", &x.start, &x.end, perms, &x.off,
+			   x.file) < 4 ||
+		    !strchr(perms, 'x'))
+			continue;
+		if (nmaps == cap) {
+			struct mapping *t = realloc(maps, (cap = cap ? 2 * cap : 64) * sizeof(*t));
+
+			if (!t)
+				break;
+			maps = t;
+		}
+		maps[nmaps++] = x;
+	}
+	fclose(m);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long count, bytes;
+		unsigned long addrs[64];
+		char *at = strchr(line, '@'), *p, *end;
+		int n = 0;
+
+		if (!at || sscanf(line, " %llu: %llu [", &count, &bytes) != 2)
+			continue; /* (the header) */
+		for (p = at + 1; n < 64; p = end) {
+			unsigned long a = strtoul(p, &end, 16);
+
+			if (end == p)
+				break;
+			addrs[n++] = a;
+		}
+		for (int k = n - 1; k >= 0; k--) {
+			char name[300];
+
+			frame_name(name, sizeof(name), addrs[k], maps, nmaps);
+			printf("%s%s", name, k ? ";" : "");
+		}
+		printf(" %llu\n", bytes);
+	}
+	fclose(f);
+	free(maps);
+	return 0;
+}
+
 static int usage(void)
 {
 	fprintf(stderr,
@@ -615,16 +744,28 @@ static int usage(void)
 		"PID\n"
 		"       %s --prometheus PID\n"
 		"       %s --prometheus-all\n"
+		"       %s --heap-profile PID | --folded PID\n"
 		"       %s --options [PID]\n"
 		"       %s --list\n"
 		"KEY: name, objs, active, size, slabs, mem (default for -w: mem)\n",
-		prog, prog, prog, prog, prog);
+		prog, prog, prog, prog, prog, prog);
 	return 2;
 }
 
 int main(int argc, char **argv)
 {
-	enum { SLABINFO, EVENTS, SHEAVES, NODES, HEAP, JSON, PROMETHEUS, OPTIONS } what = SLABINFO;
+	enum {
+		SLABINFO,
+		EVENTS,
+		SHEAVES,
+		NODES,
+		HEAP,
+		JSON,
+		PROMETHEUS,
+		OPTIONS,
+		HEAP_PROFILE,
+		FOLDED
+	} what = SLABINFO;
 	double wait = 0;
 	int pid = 0, i;
 	struct snap s;
@@ -646,6 +787,10 @@ int main(int argc, char **argv)
 			return i == argc - 1 ? prometheus(0) : usage();
 		} else if (!strcmp(argv[i], "--options")) {
 			what = OPTIONS;
+		} else if (!strcmp(argv[i], "--heap-profile")) {
+			what = HEAP_PROFILE;
+		} else if (!strcmp(argv[i], "--folded")) {
+			what = FOLDED;
 		} else if (!strcmp(argv[i], "--list")) {
 			return list();
 		} else if (!strcmp(argv[i], "-w") && i + 1 < argc) {
@@ -677,6 +822,8 @@ int main(int argc, char **argv)
 		return usage();
 	if (what == PROMETHEUS)
 		return wait > 0 ? usage() : prometheus(pid);
+	if (what == HEAP_PROFILE || what == FOLDED)
+		return wait > 0 ? usage() : heap_profile(pid, what == FOLDED);
 	if (wait > 0)
 		return watch(pid, wait);
 	if (snap_read(pid, &s))
@@ -704,6 +851,8 @@ int main(int argc, char **argv)
 		print_json(stdout, &s);
 		break;
 	case PROMETHEUS: /* (above) */
+	case HEAP_PROFILE:
+	case FOLDED:
 		break;
 	case OPTIONS: {
 		char shown[4 * sizeof(s.h.options) + 5];
