@@ -289,7 +289,16 @@ static __attribute__((noreturn)) void report(const struct guard_slot *s, const v
 	abort();
 }
 
-void guard_free(const struct uslab_cache *c, const void *p)
+/*
+ * guard_free - the free of sampled object @p (of @c, NULL from kfree):
+ * checked, then held back. @at_call: the program's free of @p (the
+ * library's single free, kfree), not a sheaf or batch on its way to the
+ * slabs: a live slot whose object carries its cache's free key is in a
+ * sheaf, a CPU's or a magazine already (the inline frees of a keyed cache
+ * mark and push an object without asking where it lives): a double free,
+ * as the library's other frees report it at the call.
+ */
+void guard_free(const struct uslab_cache *c, const void *p, bool at_call)
 {
 	struct guard_site site;
 	struct guard_slot copy;
@@ -314,6 +323,9 @@ void guard_free(const struct uslab_cache *c, const void *p)
 		what = "free of a pointer inside an object";
 	else if (c && c != s->cache)
 		what = "object of another cache freed to this cache";
+	else if (at_call && s->cache && s->cache->hot.free_key &&
+		 *(const uintptr_t *)p == s->cache->hot.free_key)
+		what = "double free (the object carries the free key: it is free already)";
 	else if ((broken = canary_broken(s)))
 		what = "out-of-bounds write";
 	if (what) {

@@ -554,7 +554,7 @@ void uslab_priv_kfree_slow(const void *p)
 		return;
 	s = os_slab_lookup(p);
 	if (unlikely(!s && guard_owns(p))) {
-		guard_free(NULL, p); /* a sampled object */
+		guard_free(NULL, p, true); /* a sampled object */
 		return;
 	}
 	if (s && unlikely(s->cache->debug)) {

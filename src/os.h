@@ -211,7 +211,8 @@ static inline bool guard_sample(void)
  * @align in a slot for cache @c, or NULL (no slot free, no memory).
  * guard_free - free @p, a guarded object, to @c (NULL: its own cache);
  * misuse (double free, another cache, a pointer inside it, its canary
- * overwritten) is reported and stops the program.
+ * overwritten; @at_call, the program's own free: the free key in a live
+ * object, which is in a sheaf already) is reported and stops the program.
  * guard_object - the cache of the live guarded object holding @p (and
  * its start, usable size), or NULL. guard_object_of - the cache of the
  * live guarded object starting at @p, its usable size in *@size; anything
@@ -220,7 +221,7 @@ static inline bool guard_sample(void)
  * destroyed: its freed slots are released.
  */
 INTERNAL void *guard_alloc(const struct uslab_cache *c, size_t size, size_t align);
-INTERNAL void guard_free(const struct uslab_cache *c, const void *p);
+INTERNAL void guard_free(const struct uslab_cache *c, const void *p, bool at_call);
 INTERNAL const struct uslab_cache *guard_object(const void *p, void **obj, size_t *size);
 INTERNAL const struct uslab_cache *guard_object_of(const void *p, const char *call, size_t *size);
 INTERNAL unsigned long guard_live(const struct uslab_cache *c);

@@ -359,7 +359,7 @@ size_t build_detached_freelist(struct uslab_cache *c, size_t n, void **p, size_t
 		if (!obj_is_hole(obj)) {
 			/* A sampled object (a sheaf flushed): to the guard, held back. */
 			if (unlikely(guard_owns(obj))) {
-				guard_free(c, obj);
+				guard_free(c, obj, false); /* (marked in its sheaf) */
 				continue;
 			}
 			df->slab = slab_of_object(c, obj);

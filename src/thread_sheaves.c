@@ -943,7 +943,7 @@ void uslab_priv_free_slow(struct uslab_cache *c, void *obj)
 	if (unlikely(guard_owns(obj))) {
 		if (c)
 			cache_check_live(c, "free");
-		guard_free(c, obj); /* a sampled object: held back (its own checks) */
+		guard_free(c, obj, true); /* a sampled object: held back (its own checks) */
 		return;
 	}
 	if (!c) {

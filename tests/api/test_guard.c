@@ -13,7 +13,11 @@
  * krealloc, exact statistics, destroy with objects held back, fork, rcu
  * and bulk frees, magazines; and a clean run reports nothing.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getcpu, sched_setaffinity */
+#endif
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -161,6 +165,36 @@ static void wrong_cache(void *arg)
 	uslab_cache_free(other, p);
 }
 
+/*
+ * A keyed per-CPU cache: the sampled object's first free (inline) marks it
+ * and pushes it on the CPU's sheaf (the bulk allocation gave the slot a
+ * sheaf with room), the second, through the library, finds it outside
+ * every slab and hands it to the guard, which must see the key: until
+ * issue 35's fix it freed the live slot without a word (api_fuzz_percpu's
+ * intermittent miss, when the child's first slow path was sampled).
+ */
+static void keyed_percpu_double_free(void *arg)
+{
+	struct uslab_cache *keyed =
+		uslab_cache_create("keyed", 48, NULL, USLAB_FREE_KEY | USLAB_PERCPU);
+	void *p, *q[2];
+	cpu_set_t one;
+
+	(void)arg;
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu() > 0 ? sched_getcpu() : 0, &one);
+	sched_setaffinity(0, sizeof(one), &one); /* one CPU: its slot gets the sheaf */
+	if (!keyed)
+		abort();
+	p = uslab_cache_alloc(keyed); /* the first slow path: sampled */
+	if (uslab_cache_alloc_bulk(keyed, 2, q) != 2)
+		abort();
+	uslab_cache_free(keyed, p);
+	uslab_cache_free(keyed, q[0]);
+	uslab_cache_free(keyed, q[1]);
+	(uslab_cache_free)(keyed, p);
+}
+
 /* A fault outside the guard: the handler before it (here the default) decides. */
 static void foreign_fault(void *arg)
 {
@@ -189,6 +223,8 @@ static void test_deaths(void)
 		  "uslab: BUG odd: out-of-bounds write at 0x" },
 		{ "free to the wrong cache", wrong_cache,
 		  "uslab: BUG other: object of cache victim freed to this cache at 0x" },
+		{ "double free of a keyed per-CPU cache's object, first into a CPU's sheaf",
+		  keyed_percpu_double_free, "uslab: BUG keyed: double free" },
 	};
 	static const struct {
 		void (*fn)(void *);
