@@ -56,7 +56,8 @@ static pthread_barrier_t start;
 
 /* First-touch model (NUMA off): page -> node of the first thread to get an object there. */
 static _Atomic uintptr_t page_key[PAGES];
-static uint8_t page_node[PAGES];
+static _Atomic uint8_t
+	page_node[PAGES]; /* (atomic: another thread waits for the claimer's store) */
 
 static int where(const void *p, int me)
 {
@@ -68,15 +69,19 @@ static int where(const void *p, int me)
 		uintptr_t k = atomic_load_explicit(&page_key[h], memory_order_acquire);
 
 		if (k == page + 1) {
-			while (!page_node[h]) /* (its claimer is storing it) */
+			uint8_t n;
+
+			/* (its claimer is storing it; a plain load could be hoisted out of the loop) */
+			while (!(n = atomic_load_explicit(&page_node[h], memory_order_acquire)))
 				;
-			return page_node[h] - 1;
+			return n - 1;
 		}
 		if (!k) {
 			uintptr_t zero = 0;
 
 			if (atomic_compare_exchange_strong(&page_key[h], &zero, page + 1)) {
-				page_node[h] = (uint8_t)(me + 1);
+				atomic_store_explicit(&page_node[h], (uint8_t)(me + 1),
+						      memory_order_release);
 				return me;
 			}
 			h = (h - 1) & (PAGES - 1); /* lost: look at this entry again */
