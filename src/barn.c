@@ -163,7 +163,7 @@ static struct uslab_cache *barn_cache(struct barn *b)
 }
 
 /* The NUMA node of @b, its index in cache_barn() (for the probes). */
-static unsigned int barn_node(struct barn *b)
+static inline unsigned int barn_node(struct barn *b)
 {
 	struct uslab_cache *c = b->cache;
 

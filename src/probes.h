@@ -66,10 +66,17 @@ MALLOC_PROBE_LIST(PROBE_SEMAPHORE_DECLARE)
 			STAP_PROBEV(uslab, name, __VA_ARGS__); \
 	} while (0)
 #else
+/* No probes: the arguments are still "used" (in code never run), as with them. */
+static inline void probe_args_unused(int none, ...)
+{
+	(void)none;
+}
 #define PROBE_SEMAPHORE_DEFINE(name)
 #define probe_on(name) 0
-#define PROBE(name, ...) \
-	do {             \
+#define PROBE(name, ...)                                   \
+	do {                                               \
+		if (0)                                     \
+			probe_args_unused(0, __VA_ARGS__); \
 	} while (0)
 #endif
 
