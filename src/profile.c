@@ -48,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -390,11 +391,28 @@ static void at_exit(void)
 	char path[4096];
 	int fd;
 
-	snprintf(path, sizeof(path), "%s%suslab-heap.%d.prof", d && *d ? d : "", d && *d ? "/" : "",
-		 (int)getpid());
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	struct stat st;
+	int n;
+
+	n = snprintf(path, sizeof(path), "%s%suslab-heap.%d.prof", d && *d ? d : "",
+		     d && *d ? "/" : "", (int)getpid());
+	if (n < 0 || (size_t)n >= sizeof(path)) {
+		usl_warn("USLAB_PROFILE=exit: USLAB_PROFILE_DIR too long: no profile written");
+		return;
+	}
+	/*
+	 * Not through a symlink (another user's planted link), and without
+	 * waiting on a FIFO: only a regular file is written (truncated after
+	 * the check, so a FIFO or device is left as it was).
+	 */
+	fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		usl_warn("USLAB_PROFILE=exit: %s: %s", path, strerror(errno));
+		return;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || ftruncate(fd, 0)) {
+		usl_warn("USLAB_PROFILE=exit: %s: not a regular file: no profile written", path);
+		close(fd);
 		return;
 	}
 	profile_write(fd, true);

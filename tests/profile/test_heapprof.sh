@@ -82,4 +82,21 @@ check live "$prog_malloc" live.prof site_main
 # Folded: "frame;...;frame bytes" lines, the bytes summing to the profile's.
 awk '!/^[^ ]+(;[^ ]+)* [0-9]+$/ { print "FAIL folded: " $0; bad = 1; exit 1 } { s += $NF }
 	END { if (!bad) print "ok folded: " NR " stacks, " s " bytes" }' live.folded || fail=1
+# A hostile file where the exit profile goes (the same pid: exec): a FIFO is
+# neither waited on nor written, a symlink not followed; a line says why.
+mkdir -p "$tmp/h"
+for kind in fifo link; do
+	out=$(USLAB_PROFILE=exit USLAB_PROFILE_DIR=$tmp/h timeout 20 sh -c '
+		f="$1/uslab-heap.$$.prof"
+		if [ "$2" = fifo ]; then mkfifo "$f"; else ln -s "$1/target" "$f"; fi
+		exec "$3" 1 >/dev/null' sh "$tmp/h" "$kind" "$prog_kmalloc" 2>&1) && rc=0 || rc=$?
+	if [ $rc -ne 0 ] || ! echo "$out" | grep -q "USLAB_PROFILE=exit: .*uslab-heap" ||
+		[ -e "$tmp/h/target" ]; then
+		echo "FAIL hostile $kind: rc $rc: $out"
+		fail=1
+	else
+		echo "ok hostile $kind: $(echo "$out" | grep USLAB_PROFILE=exit)"
+	fi
+	rm -f "$tmp/h"/*
+done
 exit $fail
