@@ -35,8 +35,10 @@
  * read after the test, in a conditional block, its TLS offset is reloaded
  * from the GOT on every call of a loop (gcc 12 -O2: 2 instructions more per
  * pair, scripts/fastpath-insns). The NULL tests are what <uslab.h> promises
- * (a report; the object's own cache in a free): a test and a branch each,
- * none when the handle stays in a register (gcc tests it before the loop).
+ * (a report; the object's own cache in a free): a test and a branch in
+ * each path (the free tests the cache and the object at once), the
+ * alloc's none when the handle stays in a register (gcc tests it before
+ * the loop).
  * The counts below leave out the load of the handle.
  */
 
@@ -123,8 +125,12 @@ uslab_cache_alloc_inline(struct uslab_cache *c)
 }
 
 /*
- * Push the main sheaf: three branches (a NULL object: a no-op; a NULL
- * cache: the library). The object is not read or written.
+ * Push the main sheaf: two branches (a NULL object or a NULL cache: the
+ * library, which does nothing or frees to the object's own cache). The
+ * object is not read or written. The top moves by a read-modify-write
+ * (uslab_priv_top_add): 24 instructions per pair, loop included, where
+ * the pop does so too cost 5% more cycles (bench_pair, first 4 bytes
+ * written: 3.2 against 3.06 cycles on this project's EPYC VM).
  */
 static inline __attribute__((__always_inline__)) void uslab_cache_free_inline(struct uslab_cache *c,
 									      void *obj)
@@ -133,10 +139,12 @@ static inline __attribute__((__always_inline__)) void uslab_cache_free_inline(st
 	struct uslab_priv_pcs *p;
 	void **top;
 
-	if (__builtin_expect(!obj, 0))
-		return;
-	if (__builtin_expect(!c, 0)) {
-		uslab_priv_free_slow(c, obj);
+	/*
+	 * One test for both NULLs: the AND of two user-space addresses is
+	 * almost never 0, and when it is the library does the same work.
+	 */
+	if (__builtin_expect(!((__UINTPTR_TYPE__)c & (__UINTPTR_TYPE__)obj), 0)) {
+		(uslab_cache_free)(c, obj);
 		return;
 	}
 	p = uslab_priv_pcs_at(table, c);
@@ -146,7 +154,7 @@ static inline __attribute__((__always_inline__)) void uslab_cache_free_inline(st
 		return;
 	}
 	*top = obj;
-	p->top = top + 1;
+	uslab_priv_top_add(&p->top, 1);
 }
 
 /*

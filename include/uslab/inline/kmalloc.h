@@ -130,7 +130,7 @@ USLAB_NO_ACCESS(1) void uslab_kfree_inline(const void *obj)
 				uslab_priv_free_mark((struct uslab_cache *)0, (void *)obj,
 						     p->free_key);
 			*top = (void *)obj;
-			p->top = top + 1;
+			uslab_priv_top_add(&p->top, 1);
 			return;
 		}
 	}
