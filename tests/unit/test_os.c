@@ -10,6 +10,7 @@
  * a page twice.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <time.h>
 
@@ -256,6 +257,50 @@ static void test_decay_scan_by_words(void)
 	usl_opt.purge_delay_ms = delay;
 }
 
+/*
+ * A large object's free clears its tail descriptors (one line per page)
+ * before it takes os_lock: seen while this thread holds the lock and the
+ * free waits for it (the futex word says a waiter sleeps). Not timed.
+ */
+struct tails_arg {
+	struct slab *s;
+};
+
+static void *tails_free(void *arg)
+{
+	os_slab_free(((struct tails_arg *)arg)->s);
+	return NULL;
+}
+
+static void test_tails_outside_lock(void)
+{
+	const size_t pages = 64;
+	struct slab *s = os_large_alloc(pages * PAGE_SIZE, PAGE_SIZE, 0);
+	struct tails_arg arg = { s };
+	size_t set = 0;
+	pthread_t th;
+
+	CHECK(s && s->large_size == pages * PAGE_SIZE, "a large object of %zu pages", pages);
+	__atomic_store_n(&s->cache, &fake, __ATOMIC_RELEASE);
+	os_slab_publish(s);
+	for (size_t t = 1; t < pages; t++)
+		set += __atomic_load_n(&s[t].cache, __ATOMIC_ACQUIRE) == &fake;
+	CHECK(set == pages - 1, "its tails name the owner");
+	__atomic_store_n(&s->cache, NULL, __ATOMIC_RELEASE);
+	ulock_lock(&os_lock);
+	CHECK(pthread_create(&th, NULL, tails_free, &arg) == 0, "thread");
+	while (__atomic_load_n(&os_lock.v, __ATOMIC_ACQUIRE) != 2)
+		sched_yield(); /* until the free sleeps on the lock */
+	set = 0;
+	for (size_t t = 1; t < pages; t++)
+		set += __atomic_load_n(&s[t].cache, __ATOMIC_ACQUIRE) != NULL;
+	CHECK(set == 0, "%zu of %zu tails still named the owner when the free took os_lock", set,
+	      pages - 1);
+	ulock_unlock(&os_lock);
+	pthread_join(th, NULL);
+	CHECK(os_slab_lookup(s->base + PAGE_SIZE) == NULL, "its pages are free");
+}
+
 /* A freed slab's pages serve slabs of other orders and large objects. */
 static void test_any_order(void)
 {
@@ -484,6 +529,7 @@ int main(void)
 	RUN(test_decay_thread);
 	RUN(test_decay_keep);
 	RUN(test_decay_scan_by_words);
+	RUN(test_tails_outside_lock);
 	RUN(test_any_order);
 	RUN(test_large_resize);
 	RUN(test_retain_budget);
