@@ -4,16 +4,22 @@
  * the OS layer work (issue 9 §7: one free stalled 5.7 ms on os_lock while
  * another thread purged under it).
  *
- *	latency [N [BATCH [BIG [LABEL]]]]	(defaults 600000 20000 256 uslab)
+ *	latency [N [BATCH [BIG [LABEL [SIZE]]]]]	(defaults 600000 20000 256 uslab 4096)
  *
  * Thread A allocates BATCH 8-byte objects (untimed), then frees them one by
  * one, timing each uslab_cache_free() with rdtsc, until N frees are timed.
  * A batch is larger than the sheaves and the barn hold, so some frees flush
  * a sheaf to its slabs and empty slabs go back to the OS layer. Thread B
- * meanwhile allocates BIG objects of 4 KiB, frees them and calls
- * uslab_cache_shrink() (which purges every retained slab), in a loop, until
- * A is done (BIG = 0: no thread B, the noise floor). A and B are pinned to
- * CPUs 0 and 1.
+ * meanwhile allocates BIG objects of SIZE bytes (4 KiB), writes the first
+ * byte of each, frees them and calls uslab_cache_shrink() (which purges
+ * every retained slab), in a loop, until A is done (BIG = 0: no thread B,
+ * the noise floor). A and B are pinned to CPUs 0 and 1.
+ *
+ * A large population (issue 35 item 9): `latency 600000 20000 64 pop
+ * 4194304`, B's 64 objects of 4 MiB (a slab of 1024 pages each), 256 MiB
+ * freed and shrunk per round. The page heap's work per page under os_lock
+ * (a slab's tail descriptors, the purge's scan page by page) made A's frees
+ * that give a slab back wait for it.
  *
  * Reports p50, p99, p999 and the maximum of A's frees as "N cycles(tsc)
  * X.XXX ns" (rdtsc's own cost included), the number above 200 us, B's
@@ -72,13 +78,15 @@ int main(int argc, char **argv)
 	pthread_t tb;
 	struct rusage ru0, ru1;
 
+	size_t big_size = argc > 5 ? strtoul(argv[5], NULL, 0) : 4096;
+
 	big_objs = argc > 3 ? strtoul(argv[3], NULL, 0) : 256;
-	if (!t || !p || !n || !batch) {
-		fprintf(stderr, "usage: latency [N [BATCH [BIG [LABEL]]]]\n");
+	if (!t || !p || !n || !batch || !big_size) {
+		fprintf(stderr, "usage: latency [N [BATCH [BIG [LABEL [SIZE]]]]]\n");
 		return 2;
 	}
 	small = uslab_cache_create("lat8", 8, NULL, 0);
-	big = uslab_cache_create("lat4k", 4096, NULL, 0);
+	big = uslab_cache_create("latbig", big_size, NULL, 0);
 	if (!small || !big)
 		return 1;
 	limit = (uint64_t)(200e3 * tsc_per_ns());

@@ -930,16 +930,25 @@ void cache_free_direct(struct uslab_cache *c, void *obj)
 	cache_free_objects(c, &obj, 1, 0);
 }
 
-/* Give every empty slab of node @n of @c back to the OS, ignoring min_partial. */
+/*
+ * Give every empty slab of node @n of @c back to the OS, ignoring
+ * min_partial. They are counted (nr_empty, at most min_partial) and were
+ * moved to the tail when they emptied: the walk starts there and stops at
+ * the last one, with no step when there is none, rather than walking every
+ * partly used slab under the lock a free of @c takes to flush its sheaf.
+ */
 static void node_shrink(struct uslab_cache *c, struct node *n)
 {
 	struct slab *release = NULL;
 	struct list_node *pos, *tmp;
 
 	ulock_lock(&n->lock);
-	list_for_each_safe(pos, tmp, &n->partial) {
+	list_for_each_prev_safe(pos, tmp, &n->partial)
+	{
 		struct slab *s = list_entry(pos, struct slab, list);
 
+		if (!n->nr_empty)
+			break;
 		if (slab_is_empty(s)) {
 			USLAB_ASSERT(n->nr_empty); /* every empty PARTIAL slab is counted */
 			n->nr_empty--;

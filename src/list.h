@@ -81,6 +81,10 @@ static inline bool list_linked(const struct list_node *n)
 #define list_for_each_safe(pos, tmp, head) \
 	for (pos = (head)->next, tmp = pos->next; pos != (head); pos = tmp, tmp = pos->next)
 
+/* The same from the tail back. */
+#define list_for_each_prev_safe(pos, tmp, head) \
+	for (pos = (head)->prev, tmp = pos->prev; pos != (head); pos = tmp, tmp = pos->prev)
+
 #define list_for_each(pos, head) for (pos = (head)->next; pos != (head); pos = pos->next)
 
 /*

@@ -93,8 +93,13 @@
  * arena's bitmaps, counts and the lists here. It is taken once per slab
  * or large object, never per object, and no system call is made under
  * it: purges carve their runs under it, drop it for the madvise calls and
- * take it again to give the pages back. USLAB_CHECKS builds assert each
- * transition; check level 2 (os_check) recounts every bitmap.
+ * take it again to give the pages back. Nor is work per page done under
+ * it (a free of any cache that gives a slab back waits for whatever it
+ * covers): a slab's or large object's tail descriptors, one cache line
+ * per page, are written after the take and cleared before the give,
+ * while the pages are the caller's alone; purges scan the bitmaps a word
+ * at a time (os_decay.c). USLAB_CHECKS builds assert each transition;
+ * check level 2 (os_check) recounts every bitmap.
  */
 #define _GNU_SOURCE /* mremap */
 #include <string.h>
@@ -528,8 +533,9 @@ static struct slab *heap_take(size_t n, unsigned int align_order, unsigned int n
 	os_fig.used += n * PAGE_SIZE;
 	os_fig.taken += n;
 	s = desc_head(a, i, !d);
-	tails_set(s, 1, n);
 	ulock_unlock(&os_lock);
+	/* The pages are ours: their tails are written unlocked (one line per page). */
+	tails_set(s, 1, n);
 	if (fresh) {
 		/* Mapped for nothing: someone else's free filled the gap. Keep it. */
 		ulock_lock(&os_lock);
@@ -682,10 +688,11 @@ void os_slab_free(struct slab *s)
 	n = slab_pages(s);
 	i = (size_t)(s - a->slabs);
 	asan_unpoison(s->base, n << PAGE_SHIFT);
-	ulock_lock(&os_lock);
+	/* Still the caller's until heap_give(): the tails are cleared unlocked (one line per page). */
 	tails_clear(s, 1, n);
 	s->freelist = NULL;
 	s->nfree = s->bump = s->objects = 0;
+	ulock_lock(&os_lock);
 	USLAB_ASSERT(a->used >= n && os_fig.used >= n * PAGE_SIZE);
 	a->used -= n;
 	os_fig.used -= n * PAGE_SIZE;
@@ -770,10 +777,11 @@ bool os_large_resize(struct slab *s, size_t bytes)
 	i = (size_t)(s - a->slabs);
 	if (bytes > HEAP_MAX_BYTES)
 		return false;
+	/* The pages past @m are free (dirty) once given; lookups there now read free pages. */
+	if (m < n)
+		tails_clear(s, m, n); /* (the owner's still: unlocked) */
 	ulock_lock(&os_lock);
 	if (m < n) {
-		/* The pages past @m are free (dirty); lookups there now read free pages. */
-		tails_clear(s, m, n);
 		a->used -= n - m;
 		os_fig.used -= (n - m) * PAGE_SIZE;
 		heap_give(a, i + m, n - m, true);
@@ -784,12 +792,12 @@ bool os_large_resize(struct slab *s, size_t bytes)
 		os_fig.used += (m - n) * PAGE_SIZE;
 		os_fig.taken += m - n;
 		os_fig.grown_in_place++;
-		tails_set(s, n, m);
 	} else if (m > n) {
 		ok = false;
 	}
 	ulock_unlock(&os_lock);
 	if (ok && m > n) {
+		tails_set(s, n, m); /* (taken: ours, written unlocked) */
 		tsan_forget(s, s->base + (n << PAGE_SHIFT), (m - n) << PAGE_SHIFT);
 		tails_publish(s, n, m); /* the new tails' owner: the object's */
 	}

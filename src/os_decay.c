@@ -20,7 +20,8 @@
  *
  * Lock: os_lock (os.c's) protects the state below and every arena's
  * bitmaps; a purge carves its runs under it, drops it for the madvise
- * calls, and takes it again to give the pages back clean.
+ * calls, and takes it again to give the pages back clean. What it does
+ * under the lock is counted in bitmap words, never pages (purge_pick).
  */
 #include <pthread.h>
 #include <string.h>
@@ -76,11 +77,40 @@ static inline uint64_t purge_word(const struct arena *a, size_t w, bool all)
 }
 
 /*
+ * run_len - how many candidate pages (see purge_word) of @a follow page
+ * @i, itself a candidate, up to page @limit (a multiple of 64): a word at
+ * a time. Under os_lock.
+ */
+static size_t run_len(const struct arena *a, size_t i, size_t limit, bool all)
+{
+	size_t n = 0;
+
+	while (i + n < limit) {
+		size_t p = i + n, b = p % 64;
+		/* Its non-candidates from bit b on (the b bits shifted in at the top are zeros). */
+		uint64_t m = ~purge_word(a, p / 64, all) >> b;
+
+		os_fig.pick_words++;
+		if (m) {
+			n += (size_t)__builtin_ctzll(m);
+			break;
+		}
+		n += 64 - b;
+	}
+	return n;
+}
+
+/*
  * purge_pick - carve up to PURGE_RUNS runs of dirty pages (all of them
  * with @all, else those older than a tick, the first @keep of them
  * skipped: lowest addresses, which are taken first), at most *@budget
  * pages, into @b, on the in-flight list. With USLAB_HUGEPAGES (not @all)
- * only whole free 2 MiB regions. Under os_lock. Return: runs picked.
+ * only whole free 2 MiB regions. Under os_lock, for as long as a scan of
+ * the bitmaps a word (64 pages) at a time takes: the kept pages are
+ * skipped a word per popcount, runs are measured a word per step (a walk
+ * page by page held the lock in proportion to what is retained, every
+ * tick, while frees that give slabs back waited: design.md, "Nothing per
+ * page under the lock"). Return: runs picked.
  */
 static unsigned int purge_pick(struct pbatch *b, bool all, size_t keep, size_t *budget)
 {
@@ -97,17 +127,18 @@ static unsigned int purge_pick(struct pbatch *b, bool all, size_t keep, size_t *
 		if (!a->ndirty)
 			continue;
 		while (i < ARENA_PAGES && b->n < PURGE_RUNS && *budget) {
-			size_t w = i / 64, start, n, lim, limit = ARENA_PAGES;
+			size_t w = i / 64, start, n, limit = ARENA_PAGES, c;
 			uint64_t m = purge_word(a, w, all) & (~0ull << (i % 64));
 
+			os_fig.pick_words++;
 			if (usl_opt.hugepages && !all) {
 				/* Only a 2 MiB region all free: a huge page is not split. */
-				size_t c = w / (HUGE_PAGES / 64) * (HUGE_PAGES / 64);
+				size_t r = w / (HUGE_PAGES / 64) * (HUGE_PAGES / 64);
 				bool whole = true;
 
-				for (size_t x = c; x < c + HUGE_PAGES / 64; x++)
+				for (size_t x = r; x < r + HUGE_PAGES / 64; x++)
 					whole &= a->freemap[x] == ~0ull;
-				limit = (c + HUGE_PAGES / 64) * 64;
+				limit = (r + HUGE_PAGES / 64) * 64;
 				if (!whole) {
 					i = limit;
 					continue;
@@ -117,23 +148,22 @@ static unsigned int purge_pick(struct pbatch *b, bool all, size_t keep, size_t *
 				i = (w + 1) * 64;
 				continue;
 			}
-			start = w * 64 + (size_t)__builtin_ctzll(m);
-			/* The run: candidates from @start on, across words (@keep + *@budget, saturated). */
-			lim = *budget > SIZE_MAX - keep ? SIZE_MAX : keep + *budget;
-			n = 0;
-			while (start + n < limit && bit_test(a->dirty, start + n) &&
-			       (all || !bit_test(a->young, start + n)) && n < lim)
-				n++;
-			i = start + n;
 			if (keep) {
-				size_t k = keep < n ? keep : n;
-
-				keep -= k;
-				start += k;
-				n -= k;
-				if (!n)
+				/* The lowest @keep candidates stay: a word of them at a time. */
+				c = (size_t)__builtin_popcountll(m);
+				if (c <= keep) {
+					keep -= c;
+					i = (w + 1) * 64;
 					continue;
+				}
+				for (; keep; keep--)
+					m &= m - 1;
 			}
+			start = w * 64 + (size_t)__builtin_ctzll(m);
+			n = run_len(a, start, limit, all);
+			if (n > *budget)
+				n = *budget;
+			i = start + n;
 			heap_carve(a, start, n);
 			a->npurging++;
 			*budget -= n;

@@ -60,6 +60,8 @@ struct os_figures {
 	size_t huge;		       /* bytes of huge objects (part of @used) */
 	uint64_t purged, madvise_calls, munmap_calls, mremap_calls, grown_in_place;
 	uint64_t taken; /* pages handed out, ever (the decay's demand) */
+	/* Bitmap words purges examined under os_lock (tests: the scan is by words, not pages). */
+	uint64_t pick_words;
 };
 
 INTERNAL extern struct ulock os_lock;

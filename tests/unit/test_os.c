@@ -10,10 +10,12 @@
  * a page twice.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <time.h>
 
 #include "internal.h"
+#include "os_heap.h" /* os_lock, os_fig */
 #include "../test.h"
 
 static struct uslab_cache fake; /* only its address is used */
@@ -206,6 +208,97 @@ static void test_decay_keep(void)
 		os_slab_free(t[i]);
 	os_purge();
 	usl_opt.purge_delay_ms = delay;
+}
+
+/*
+ * A decay tick scans the heap's bitmaps a word (64 pages) at a time under
+ * os_lock, also where it keeps pages: a walk page by page held the lock
+ * that every slab free and allocation takes in proportion to what is
+ * retained, every tick (issue 35 item 9; design.md, "Nothing per page
+ * under the lock"). Counted (the words examined), not timed.
+ */
+#define SCAN_PAGES (2ul << 12)
+
+static void test_decay_scan_by_words(void)
+{
+	unsigned int delay = usl_opt.purge_delay_ms;
+	struct slab *big[2];
+	uint64_t words = UINT64_MAX;
+
+	/* A demand window of 20 ticks; no decay thread (nothing here kicks one): the steps are this test's. */
+	usl_opt.purge_delay_ms = 100;
+	os_purge();
+	for (int i = 0; i < 2; i++)
+		big[i] = os_slab_alloc(12, 0); /* 2 x 16 MiB: this tick's demand */
+	CHECK(big[0] && big[1], "two slabs of order 12");
+	for (int i = 0; i < 2; i++)
+		os_slab_free(big[i]);
+	os_decay_step(SIZE_MAX); /* young: kept, aged */
+	/* Kept (the demand), old: the tick skips them all. A concurrent tick may add its own scan. */
+	for (int round = 0; round < 3; round++) {
+		uint64_t before, after;
+
+		ulock_lock(&os_lock);
+		before = os_fig.pick_words;
+		ulock_unlock(&os_lock);
+		os_decay_step(SIZE_MAX);
+		ulock_lock(&os_lock);
+		after = os_fig.pick_words;
+		ulock_unlock(&os_lock);
+		if (after - before < words)
+			words = after - before;
+	}
+	CHECK(os_dirty_bytes() == SCAN_PAGES * PAGE_SIZE, "the demand's pages are kept: %zu bytes",
+	      os_dirty_bytes());
+	CHECK(words > 0 && words <= SCAN_PAGES / 8,
+	      "a tick over %lu kept pages examined %llu words under os_lock", SCAN_PAGES,
+	      (unsigned long long)words);
+	os_purge();
+	usl_opt.purge_delay_ms = delay;
+}
+
+/*
+ * A large object's free clears its tail descriptors (one line per page)
+ * before it takes os_lock: seen while this thread holds the lock and the
+ * free waits for it (the futex word says a waiter sleeps). Not timed.
+ */
+struct tails_arg {
+	struct slab *s;
+};
+
+static void *tails_free(void *arg)
+{
+	os_slab_free(((struct tails_arg *)arg)->s);
+	return NULL;
+}
+
+static void test_tails_outside_lock(void)
+{
+	const size_t pages = 64;
+	struct slab *s = os_large_alloc(pages * PAGE_SIZE, PAGE_SIZE, 0);
+	struct tails_arg arg = { s };
+	size_t set = 0;
+	pthread_t th;
+
+	CHECK(s && s->large_size == pages * PAGE_SIZE, "a large object of %zu pages", pages);
+	__atomic_store_n(&s->cache, &fake, __ATOMIC_RELEASE);
+	os_slab_publish(s);
+	for (size_t t = 1; t < pages; t++)
+		set += __atomic_load_n(&s[t].cache, __ATOMIC_ACQUIRE) == &fake;
+	CHECK(set == pages - 1, "its tails name the owner");
+	__atomic_store_n(&s->cache, NULL, __ATOMIC_RELEASE);
+	ulock_lock(&os_lock);
+	CHECK(pthread_create(&th, NULL, tails_free, &arg) == 0, "thread");
+	while (__atomic_load_n(&os_lock.v, __ATOMIC_ACQUIRE) != 2)
+		sched_yield(); /* until the free sleeps on the lock */
+	set = 0;
+	for (size_t t = 1; t < pages; t++)
+		set += __atomic_load_n(&s[t].cache, __ATOMIC_ACQUIRE) != NULL;
+	CHECK(set == 0, "%zu of %zu tails still named the owner when the free took os_lock", set,
+	      pages - 1);
+	ulock_unlock(&os_lock);
+	pthread_join(th, NULL);
+	CHECK(os_slab_lookup(s->base + PAGE_SIZE) == NULL, "its pages are free");
 }
 
 /* A freed slab's pages serve slabs of other orders and large objects. */
@@ -435,6 +528,8 @@ int main(void)
 	RUN(test_arena_release);
 	RUN(test_decay_thread);
 	RUN(test_decay_keep);
+	RUN(test_decay_scan_by_words);
+	RUN(test_tails_outside_lock);
 	RUN(test_any_order);
 	RUN(test_large_resize);
 	RUN(test_retain_budget);
