@@ -563,7 +563,7 @@ void barn_monitor_start(void)
 	__atomic_store_n(&monitor.running, true, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&monitor.lock);
 
-	err = usl_thread_detached(monitor_main);
+	err = usl_thread_detached(monitor_main, "uslab-barn");
 	if (err) {
 		pthread_mutex_lock(&monitor.lock);
 		__atomic_store_n(&monitor.running, false, __ATOMIC_RELAXED);

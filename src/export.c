@@ -337,16 +337,11 @@ fail:
 /* Start exporting (USLAB_STATS=1): the file and its thread; on failure a warning, no export. */
 static void export_start(void)
 {
-	sigset_t all, old;
 	int err;
 
 	if (export_open())
 		return;
-	/* The thread takes no signal meant for the program's own threads. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = pthread_create(&exporter, NULL, exporter_main, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	err = usl_thread_start(exporter_main, "uslab-stats", &exporter);
 	if (err) {
 		usl_warn("USLAB_STATS=1: not exporting: no thread (%s)", strerror(err));
 		unlinkat(dir_fd, name, 0);

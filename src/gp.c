@@ -272,7 +272,7 @@ int gp_prestart(void)
 		if (now >= gp_state.retry_ms) {
 			/* It may allocate, with libuslab-malloc.so through uslab. */
 			tls_creating = true;
-			ret = usl_thread_detached(monitor_main) ? -1 : 0;
+			ret = usl_thread_detached(monitor_main, "uslab-rcu") ? -1 : 0;
 			tls_creating = false;
 			if (!ret) {
 				__atomic_store_n(&gp_state.started, true, __ATOMIC_RELEASE);

@@ -340,7 +340,7 @@ void os_decay_start(void)
 	WRITE_ONCE(os_decay_need, false);
 	ulock_unlock(&os_lock);
 
-	err = usl_thread_detached(decay_main);
+	err = usl_thread_detached(decay_main, "uslab-decay");
 	ulock_lock(&os_lock);
 	if (err) {
 		/* Frees run the ticks themselves meanwhile, a bounded batch each. */
