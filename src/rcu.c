@@ -43,8 +43,10 @@
  * a block or a spare block, it links the object through its rcu_head
  * (next: the chain, func: the object) onto its thread's chain with a CAS
  * on a word only the monitor also writes: the monitor takes every chain
- * at its scans and barriers, and a block's worth (RCU_BLOCK_CAP) goes at
- * once to a global list (hq_lock) attached to the next batch. Until the
+ * at its next round (a new chain raises rcu_state.chains), and a block's
+ * worth (RCU_BLOCK_CAP) goes at once to a global list (hq_lock) attached
+ * to the next batch. A thread that found the pool dry wakes the monitor,
+ * which refills the pool before its grace period, not after its drain. Until the
  * pool holds spares again the thread does not ask it (pool_has_spares, a
  * racy read) and takes no lock per object. A thread that is not listed
  * (it has exited, or could not start) links onto the global list.
@@ -126,6 +128,7 @@ static struct {
 	unsigned long queued_blocks;
 	unsigned long inflight; /* blocks from queueing to freeing */
 	int pool_low;		/* a thread found the pool empty: refill it */
+	int chains;		/* a thread began an emergency chain since the last round */
 
 	struct ulock pool_lock;
 	struct rcu_block *pool;
@@ -454,6 +457,7 @@ static void *rcu_gather(bool scan, bool all)
 	struct rcu_head *heads = NULL, *tail = NULL;
 	struct rcu_block *b;
 	unsigned long nq = 0;
+	bool chains;
 
 	/* The monitor's round (or a barrier round run by its caller). */
 	USLAB_ASSERT(lockdep_held(LOCK_GP_ROUND) && lockdep_depth() == 1);
@@ -461,7 +465,15 @@ static void *rcu_gather(bool scan, bool all)
 	for (b = batch.blocks; b; b = b->next)
 		nq++;
 	batch.nb = nq;
-	if (scan) {
+	/*
+	 * A thread that found the pool dry woke us: spare blocks first, before
+	 * the grace period, or it links object after object until the round's
+	 * drain gives blocks back (RCU_POOL_FILL, 64 of them, in microseconds).
+	 */
+	if (__atomic_exchange_n(&rcu_state.pool_low, 0, __ATOMIC_SEQ_CST))
+		pool_fill();
+	chains = __atomic_exchange_n(&rcu_state.chains, 0, __ATOMIC_SEQ_CST);
+	if (scan || chains) {
 		ulock_lock(&rcu_state.list_lock);
 		struct list_node *pos;
 
@@ -469,13 +481,13 @@ static void *rcu_gather(bool scan, bool all)
 			struct rcu_tls *t = list_entry(pos, struct rcu_tls, link);
 			struct rcu_head *h;
 
-			b = steal(t, all);
+			b = scan ? steal(t, all) : NULL;
 			if (b) {
 				b->next = batch.blocks;
 				batch.blocks = b;
 				batch.nb++;
 			}
-			/* A thread's emergency chain, however recent (not per object). */
+			/* A thread's emergency chain, every round it has one (not per object). */
 			h = __atomic_exchange_n(&t->heads, NULL, __ATOMIC_ACQUIRE);
 			if (h) {
 				struct rcu_head *last = heads_last(h);
@@ -701,9 +713,11 @@ static void heads_push(struct rcu_head *head, void *obj)
 		head_set(head, old, obj);
 	while (!__atomic_compare_exchange_n(&rt.heads, &old, head, true, __ATOMIC_RELEASE,
 					    __ATOMIC_RELAXED));
-	if (!old) { /* a new chain (empty, or the monitor took it) */
+	if (!old) { /* a new chain (empty, or the monitor took it): the next round takes it */
 		rt.heads_tail = head;
 		rt.nheads = 0;
+		if (!__atomic_load_n(&rcu_state.chains, __ATOMIC_RELAXED))
+			__atomic_store_n(&rcu_state.chains, 1, __ATOMIC_SEQ_CST);
 	}
 	if (++rt.nheads == RCU_BLOCK_CAP)
 		heads_flush(&rt);
