@@ -74,6 +74,7 @@ int usl_thread_start(void *(*fn)(void *), const char *name, pthread_t *tid)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err)
 		return err;
+	/* @t is valid: uslab's background threads run until the process ends. */
 	pthread_setname_np(t, name);
 	if (tid)
 		*tid = t;

@@ -46,9 +46,9 @@
  * at its next round (a new chain raises rcu_state.chains), and a block's
  * worth (RCU_BLOCK_CAP) goes at once to a global list (hq_lock) attached
  * to the next batch. A thread that found the pool dry wakes the monitor,
- * which refills the pool before its grace period, not after its drain. Until the
- * pool holds spares again the thread does not ask it (pool_has_spares, a
- * racy read) and takes no lock per object. A thread that is not listed
+ * which refills the pool before its grace period, not after its drain.
+ * Until the pool holds spares again the thread does not ask it
+ * (pool_has_spares, a racy read) and takes no lock per object. A thread that is not listed
  * (it has exited, or could not start) links onto the global list.
  * uslab_free_rcu() allocates a block when the pool is empty; if that
  * fails it waits for a grace period itself and frees at once, or, inside a
@@ -376,7 +376,7 @@ static void drain_batch(struct rcu_block *batch, unsigned long nb)
 	(void)was;
 }
 
-/* Append the chain @h..@tail to @list; return the new list. */
+/* Put the chain @h..@tail in front of @list; return the new list. */
 static struct rcu_head *heads_splice(struct rcu_head *list, struct rcu_head *h,
 				     struct rcu_head *tail)
 {
@@ -701,7 +701,7 @@ static void heads_flush(struct rcu_tls *t)
 
 /*
  * Onto this thread's emergency chain: a CAS on a word no other thread
- * writes but the monitor, which takes the whole chain at its scans. A
+ * writes but the monitor, which takes the whole chain at its next round. A
  * block's worth goes to the shared list at once (one lock per
  * RCU_BLOCK_CAP objects), so it is freed after the next grace period.
  */
