@@ -468,12 +468,11 @@ USLAB_API void uslab_priv_free_slow(struct uslab_cache *c, void *obj);
 USLAB_API size_t uslab_priv_alloc_bulk_slow(struct uslab_cache *c, size_t n, void **p);
 USLAB_API void uslab_priv_free_bulk_slow(struct uslab_cache *c, size_t n, void **p);
 
-/* This thread's hot sheaves of @c. */
 /*
  * Move a sheaf top by n pointers: *top += n as one read-modify-write
- * instruction on x86-64, where gcc would load, add and store again a top it
- * already holds in a register (one instruction less per pop and per push,
- * the same micro-ops; the pair's budget is scripts/fastpath-insns').
+ * instruction on x86-64, where gcc would compute it in a register from the
+ * top it already holds and store it (one instruction less, the same
+ * micro-ops; the push uses it, the pop not: fastpath.h says why).
  */
 static inline __attribute__((__always_inline__)) void uslab_priv_top_add(void ***top, long n)
 {
@@ -484,6 +483,7 @@ static inline __attribute__((__always_inline__)) void uslab_priv_top_add(void **
 #endif
 }
 
+/* This thread's hot sheaves of @c. */
 static inline struct uslab_priv_pcs *uslab_priv_pcs_at(char *table, const struct uslab_cache *c)
 {
 	const struct uslab_priv_cache *h = (const struct uslab_priv_cache *)(const void *)c;
