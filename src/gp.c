@@ -262,8 +262,6 @@ int gp_prestart(void)
 	if (tls_creating)
 		return -1;		   /* a malloc of pthread_create() freeing through uslab */
 	USLAB_ASSERT(NO_LOCK_BUT_ROUND()); /* Context: gp_start() */
-	if (__atomic_load_n(&gp_state.started, __ATOMIC_ACQUIRE))
-		return 0; /* running: no lock (an emergency free calls this per object) */
 	mutex_lock_ranked(&gp_state.lock, LOCK_GP);
 	if (!gp_state.started) {
 		uint64_t now = now_ms();
@@ -275,7 +273,7 @@ int gp_prestart(void)
 			ret = usl_thread_detached(monitor_main, "uslab-rcu") ? -1 : 0;
 			tls_creating = false;
 			if (!ret) {
-				__atomic_store_n(&gp_state.started, true, __ATOMIC_RELEASE);
+				gp_state.started = true;
 				__atomic_store_n(&gp_state.start_needed, false, __ATOMIC_SEQ_CST);
 			} else {
 				gp_state.retry_ms = now + GP_RETRY_MS;
@@ -439,7 +437,7 @@ void gp_fork_child(void)
 	pthread_mutex_unlock(&gp_state.lock);
 	pthread_mutex_unlock(&gp_state.round_lock);
 	pthread_cond_init(&gp_state.done, NULL);
-	__atomic_store_n(&gp_state.started, false, __ATOMIC_RELAXED);
+	gp_state.started = false;
 	gp_state.retry_ms = 0;
 	gp_state.waiters = 0;
 	gp_state.barrier_done = gp_state.barrier_req;

@@ -40,16 +40,8 @@
  * at a recycled block.
  *
  * Emergency path. uslab_free_rcu_head() never allocates: without room in
- * a block or a spare block, it links the object through its rcu_head
- * (next: the chain, func: the object) onto its thread's chain with a CAS
- * on a word only the monitor also writes: the monitor takes every chain
- * at its next round (a new chain raises rcu_state.chains), and a block's
- * worth (RCU_BLOCK_CAP) goes at once to a global list (hq_lock) attached
- * to the next batch. A thread that found the pool dry wakes the monitor,
- * which refills the pool before its grace period, not after its drain.
- * Until the pool holds spares again the thread does not ask it
- * (pool_has_spares, a racy read) and takes no lock per object. A thread that is not listed
- * (it has exited, or could not start) links onto the global list.
+ * a block or a spare block, it links the object through its rcu_head onto
+ * a global list (hq_lock) that the monitor attaches to the next batch.
  * uslab_free_rcu() allocates a block when the pool is empty; if that
  * fails it waits for a grace period itself and frees at once, or, inside a
  * read-side critical section, takes a block from the reserve (the last
@@ -105,15 +97,12 @@ _Static_assert(sizeof(struct rcu_block) == 24, "block header: 509 pointers");
 
 /* Per thread. The monitor reads @cur of every listed thread. */
 struct rcu_tls {
-	struct rcu_block *cur;	     /* block being filled; owner writes */
-	struct list_node link;	     /* on rcu_state.threads (under list_lock) */
-	bool listed;		     /* on it: owner reads, written under list_lock */
-	bool exited;		     /* its key destructor ran */
-	struct rcu_block *seen;	     /* monitor: cur at its last scan */
-	uint32_t seen_n;	     /* monitor: its n then */
-	uint32_t nheads;	     /* owner: pushed on @heads since it was last empty */
-	struct rcu_head *heads;	     /* emergency chain: owner pushes (CAS), monitor takes all */
-	struct rcu_head *heads_tail; /* owner: the first pushed of @heads */
+	struct rcu_block *cur;	/* block being filled; owner writes */
+	struct list_node link;	/* on rcu_state.threads (under list_lock) */
+	bool listed;		/* on it: owner reads, written under list_lock */
+	bool exited;		/* its key destructor ran */
+	struct rcu_block *seen; /* monitor: cur at its last scan */
+	uint32_t seen_n;	/* monitor: its n then */
 };
 
 static __thread struct rcu_tls rt __attribute__((tls_model("initial-exec")));
@@ -128,7 +117,6 @@ static struct {
 	unsigned long queued_blocks;
 	unsigned long inflight; /* blocks from queueing to freeing */
 	int pool_low;		/* a thread found the pool empty: refill it */
-	int chains;		/* a thread began an emergency chain since the last round */
 
 	struct ulock pool_lock;
 	struct rcu_block *pool;
@@ -313,26 +301,6 @@ static void free_after_gp(size_t n, void **objs)
 	rstat(freed, n);
 }
 
-/*
- * The emergency link: @head->next.next chains, @head->func holds the
- * object (checked at the call), so the drain looks nothing up.
- */
-static inline void head_set(struct rcu_head *head, struct rcu_head *next, void *obj)
-{
-	head->next.next = (struct cds_wfcq_node *)next;
-	__builtin_memcpy(&head->func, &obj, sizeof(obj));
-}
-
-static inline void *head_obj(const struct rcu_head *head)
-{
-	void *obj;
-
-	__builtin_memcpy(&obj, &head->func, sizeof(obj));
-	return obj;
-}
-
-static void heads_flush(struct rcu_tls *t);
-
 /* Free the objects of an emergency list (linked through their rcu_heads). */
 static void drain_heads(struct rcu_head *h)
 {
@@ -342,7 +310,7 @@ static void drain_heads(struct rcu_head *h)
 	while (h) {
 		struct rcu_head *next = (struct rcu_head *)h->next.next;
 
-		objs[n++] = head_obj(h);
+		objs[n++] = head_object(h);
 		if (n == ARRAY_SIZE(objs)) {
 			free_after_gp(n, objs);
 			n = 0;
@@ -374,29 +342,6 @@ static void drain_batch(struct rcu_block *batch, unsigned long nb)
 				 __ATOMIC_SEQ_CST); /* gp.c wakes throttled threads */
 	USLAB_ASSERT(was >= nb);
 	(void)was;
-}
-
-/* Put the chain @h..@tail in front of @list; return the new list. */
-static struct rcu_head *heads_splice(struct rcu_head *list, struct rcu_head *h,
-				     struct rcu_head *tail)
-{
-	tail->next.next = (struct cds_wfcq_node *)list;
-	return h;
-}
-
-/*
- * The last of chain @h (the monitor, which has no tail for a stolen chain),
- * its objects counted as queued on the way, as a stolen block's entries are.
- */
-static struct rcu_head *heads_last(struct rcu_head *h)
-{
-	unsigned long n = 1;
-
-	for (; h->next.next; n++)
-		h = (struct rcu_head *)h->next.next;
-	rstat(emergency, n);
-	rstat(queued, n);
-	return h;
 }
 
 /*
@@ -454,10 +399,8 @@ static struct rcu_batch {
  */
 static void *rcu_gather(bool scan, bool all)
 {
-	struct rcu_head *heads = NULL, *tail = NULL;
 	struct rcu_block *b;
 	unsigned long nq = 0;
-	bool chains;
 
 	/* The monitor's round (or a barrier round run by its caller). */
 	USLAB_ASSERT(lockdep_held(LOCK_GP_ROUND) && lockdep_depth() == 1);
@@ -465,42 +408,22 @@ static void *rcu_gather(bool scan, bool all)
 	for (b = batch.blocks; b; b = b->next)
 		nq++;
 	batch.nb = nq;
-	/*
-	 * A thread that found the pool dry woke us: spare blocks first, before
-	 * the grace period, or it links object after object until the round's
-	 * drain gives blocks back (RCU_POOL_FILL, 64 of them, in microseconds).
-	 */
-	if (__atomic_exchange_n(&rcu_state.pool_low, 0, __ATOMIC_SEQ_CST))
-		pool_fill();
-	chains = __atomic_exchange_n(&rcu_state.chains, 0, __ATOMIC_SEQ_CST);
-	if (scan || chains) {
+	if (scan) {
 		ulock_lock(&rcu_state.list_lock);
 		struct list_node *pos;
 
 		list_for_each(pos, &rcu_state.threads) {
-			struct rcu_tls *t = list_entry(pos, struct rcu_tls, link);
-			struct rcu_head *h;
-
-			b = scan ? steal(t, all) : NULL;
+			b = steal(list_entry(pos, struct rcu_tls, link), all);
 			if (b) {
 				b->next = batch.blocks;
 				batch.blocks = b;
 				batch.nb++;
 			}
-			/* A thread's emergency chain, every round it has one (not per object). */
-			h = __atomic_exchange_n(&t->heads, NULL, __ATOMIC_ACQUIRE);
-			if (h) {
-				struct rcu_head *last = heads_last(h);
-
-				if (!heads)
-					tail = last; /* stays the last: chains go in front */
-				heads = heads_splice(heads, h, last);
-			}
 		}
 		ulock_unlock(&rcu_state.list_lock);
 	}
 	ulock_lock(&rcu_state.hq_lock);
-	batch.heads = heads ? heads_splice(rcu_state.hq, heads, tail) : rcu_state.hq;
+	batch.heads = rcu_state.hq;
 	rcu_state.hq = NULL;
 	rcu_state.nhq = 0;
 	b = rcu_state.orphan;
@@ -572,7 +495,6 @@ static void rcu_thread_exit(void *arg)
 	ulock_unlock(&rcu_state.list_lock);
 	if (b)
 		block_publish(b);
-	heads_flush(t);
 }
 
 static void rcu_init_once(void)
@@ -661,68 +583,6 @@ static bool orphan_free(void *obj)
 
 /* ------------------------------------------------------------ public */
 
-/* The pool holds a block uslab_free_rcu_head() may take (a racy hint). */
-static NO_SANITIZE_THREAD bool pool_has_spares(void)
-{
-	return READ_ONCE(rcu_state.npool) > RCU_RESERVE;
-}
-
-/*
- * Onto the shared emergency list: the chain @h..@tail of @n objects (@obj
- * the object of a single head). A block's worth wakes the monitor.
- */
-static void hq_push(struct rcu_head *h, struct rcu_head *tail, void *obj, unsigned long n)
-{
-	bool wake;
-
-	if (n == 1)
-		head_set(h, NULL, obj);
-	ulock_lock(&rcu_state.hq_lock);
-	rcu_state.hq = heads_splice(rcu_state.hq, h, tail);
-	wake = (rcu_state.nhq + n) / RCU_BLOCK_CAP != rcu_state.nhq / RCU_BLOCK_CAP;
-	rcu_state.nhq += n;
-	ulock_unlock(&rcu_state.hq_lock);
-	if (wake)
-		gp_wake(); /* a block's worth: do not wait for the period */
-}
-
-/* Hand @t's emergency chain (if the monitor has not taken it) to the shared list. */
-static void heads_flush(struct rcu_tls *t)
-{
-	struct rcu_head *h = __atomic_exchange_n(&t->heads, NULL, __ATOMIC_ACQUIRE);
-
-	if (h) {
-		hq_push(h, t->heads_tail, NULL, t->nheads);
-		rstat(emergency, t->nheads);
-		rstat(queued, t->nheads);
-	}
-	t->nheads = 0;
-}
-
-/*
- * Onto this thread's emergency chain: a CAS on a word no other thread
- * writes but the monitor, which takes the whole chain at its next round. A
- * block's worth goes to the shared list at once (one lock per
- * RCU_BLOCK_CAP objects), so it is freed after the next grace period.
- */
-static void heads_push(struct rcu_head *head, void *obj)
-{
-	struct rcu_head *old = __atomic_load_n(&rt.heads, __ATOMIC_RELAXED);
-
-	do
-		head_set(head, old, obj);
-	while (!__atomic_compare_exchange_n(&rt.heads, &old, head, true, __ATOMIC_RELEASE,
-					    __ATOMIC_RELAXED));
-	if (!old) { /* a new chain (empty, or the monitor took it): the next round takes it */
-		rt.heads_tail = head;
-		rt.nheads = 0;
-		if (!__atomic_load_n(&rcu_state.chains, __ATOMIC_RELAXED))
-			__atomic_store_n(&rcu_state.chains, 1, __ATOMIC_SEQ_CST);
-	}
-	if (++rt.nheads == RCU_BLOCK_CAP)
-		heads_flush(&rt);
-}
-
 /*
  * Slow path of both calls: start the thread, or publish the full block
  * and take another. @head: the emergency link of uslab_free_rcu_head(),
@@ -744,11 +604,7 @@ static __attribute__((noinline)) void free_rcu_slow(void *obj, struct rcu_head *
 		if (!head)
 			throttle();
 	}
-	/* A thread on the emergency path asks the pool again once it holds spares. */
-	if (!head || pool_has_spares())
-		b = block_get(head ? FROM_POOL : FROM_POOL_OR_NEW);
-	else
-		b = NULL;
+	b = block_get(head ? FROM_POOL : FROM_POOL_OR_NEW);
 	if (!b && !head && gp_read_ongoing()) {
 		b = block_get(FROM_RESERVE);
 		if (b)
@@ -763,15 +619,19 @@ static __attribute__((noinline)) void free_rcu_slow(void *obj, struct rcu_head *
 no_block:
 	if (head && gp_start() == 0) {
 		/* Emergency path: link through the object's rcu_head. */
+		bool wake;
+
 		if (unlikely(head_object(head) != obj))
 			usl_bug(NULL, head,
 				"uslab_free_rcu_head: rcu_head %p is not inside object %p",
 				(void *)head, obj);
-		if (__atomic_load_n(&rt.listed, __ATOMIC_RELAXED)) {
-			heads_push(head, obj); /* counted when handed over */
-			return;
-		}
-		hq_push(head, head, obj, 1);
+		ulock_lock(&rcu_state.hq_lock);
+		head->next.next = (struct cds_wfcq_node *)rcu_state.hq;
+		rcu_state.hq = head;
+		wake = ++rcu_state.nhq % RCU_BLOCK_CAP == 0;
+		ulock_unlock(&rcu_state.hq_lock);
+		if (wake)
+			gp_wake(); /* a block's worth: do not wait for the period */
 		rstat(emergency, 1);
 		rstat(queued, 1);
 		return;
@@ -914,9 +774,6 @@ void rcu_fork_child(void)
 		if (t->cur)
 			block_publish(t->cur);
 		t->cur = NULL;
-		if (t->heads) /* no monitor: the tail may be any thread's word */
-			rcu_state.hq = heads_splice(rcu_state.hq, t->heads, heads_last(t->heads));
-		t->heads = NULL;
 		t->listed = false;
 		list_del(pos);
 	}

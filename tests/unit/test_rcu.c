@@ -4,10 +4,9 @@
  * made to fail (rcu_fault_inject): uslab_free_rcu_head() links objects
  * through their rcu_head, uslab_free_rcu() waits for a grace period itself
  * outside a read-side section and takes a reserve block inside one; every
- * object is freed in the end, none leaked. A thread's emergency chain is
- * handed over at a barrier while the thread lives, and when the monitor
- * takes chains while their owners push onto them nothing is lost or freed
- * twice.
+ * object is freed in the end, none leaked. A live thread's emergency
+ * objects are freed by a barrier, and while threads link objects onto the
+ * emergency list as barriers take it, nothing is lost or freed twice.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -84,7 +83,7 @@ static void emergency(void)
 	CHECK(uslab_cache_destroy(cache) == 0, "destroy");
 }
 
-/* ------------------------------------------ chains of live threads */
+/* ------------------------------- emergency objects of live threads */
 
 enum { LIVE = 300, RACE_THREADS = 2, RACE_OBJS = 20000 };
 
@@ -94,7 +93,7 @@ static _Atomic int race_done;
 static void *live_worker(void *arg)
 {
 	(void)arg;
-	for (int i = 0; i < LIVE; i++) { /* under a block's worth: stays on the chain */
+	for (int i = 0; i < LIVE; i++) { /* under a block's worth: no wake of the monitor */
 		struct obj *o = uslab_cache_alloc(cache);
 
 		o->b = 0x5a5a5a5a5a5a5a5aull;
@@ -105,13 +104,13 @@ static void *live_worker(void *arg)
 	return NULL;
 }
 
-/* A barrier while the owner lives frees its chain (the monitor takes it). */
-static void live_chain(void)
+/* A barrier while the owner lives frees its emergency objects. */
+static void live_emergency(void)
 {
 	struct uslab_rcu_stats st0, st;
 	pthread_t t;
 
-	cache = uslab_cache_create("rcu_live_chain", sizeof(struct obj), NULL, 0);
+	cache = uslab_cache_create("rcu_live_emergency", sizeof(struct obj), NULL, 0);
 	CHECK(cache, "create");
 	uslab_free_rcu(uslab_cache_alloc(cache));
 	uslab_rcu_barrier();
@@ -122,7 +121,8 @@ static void live_chain(void)
 	pthread_barrier_wait(&live_bar);
 	uslab_rcu_barrier();
 	uslab_rcu_stats(&st);
-	CHECK(st.freed - st0.freed == LIVE, "a live thread's chain freed by the barrier: %lu of %d",
+	CHECK(st.freed - st0.freed == LIVE,
+	      "a live thread's emergency objects freed by the barrier: %lu of %d",
 	      (unsigned long)(st.freed - st0.freed), LIVE);
 	CHECK(st.emergency - st0.emergency == LIVE, "counted: %lu",
 	      (unsigned long)(st.emergency - st0.emergency));
@@ -156,21 +156,21 @@ static void *race_barriers(void *arg)
 	unsigned long *n = arg;
 
 	while (!__atomic_load_n(&race_done, __ATOMIC_ACQUIRE)) {
-		uslab_rcu_barrier(); /* the monitor takes chains being pushed onto */
+		uslab_rcu_barrier(); /* takes the emergency list as it grows */
 		++*n;
 	}
 	return NULL;
 }
 
-/* Owners push while the monitor takes their chains: every object freed once. */
-static void chain_race(void)
+/* Threads link emergency objects while barriers take them: every object freed once. */
+static void emergency_race(void)
 {
 	struct uslab_rcu_stats st0, st;
 	struct uslab_cache_stats cs;
 	pthread_t t[RACE_THREADS], b;
 	unsigned long barriers = 0;
 
-	cache = uslab_cache_create("rcu_chain_race", sizeof(struct obj), NULL, 0);
+	cache = uslab_cache_create("rcu_emergency_race", sizeof(struct obj), NULL, 0);
 	CHECK(cache, "create");
 	uslab_free_rcu(uslab_cache_alloc(cache));
 	uslab_rcu_barrier();
@@ -187,7 +187,7 @@ static void chain_race(void)
 	__atomic_store_n(&rcu_fault_inject, 0, __ATOMIC_RELAXED);
 	uslab_rcu_barrier();
 	uslab_rcu_stats(&st);
-	printf("  %d objects on emergency chains, %lu barriers meanwhile\n",
+	printf("  %d objects on the emergency path, %lu barriers meanwhile\n",
 	       RACE_THREADS * RACE_OBJS, barriers);
 	CHECK(st.freed - st0.freed == RACE_THREADS * RACE_OBJS, "freed %lu of %d",
 	      (unsigned long)(st.freed - st0.freed), RACE_THREADS * RACE_OBJS);
@@ -202,7 +202,7 @@ static void chain_race(void)
 int main(void)
 {
 	RUN(emergency);
-	RUN(live_chain);
-	RUN(chain_race);
+	RUN(live_emergency);
+	RUN(emergency_race);
 	return 0;
 }
