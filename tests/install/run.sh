@@ -17,6 +17,13 @@ LD_LIBRARY_PATH="$prefix/lib" "$prefix/build/consumer"
 cc_flags=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs uslab)
 cc -o "$prefix/pc_consumer" "$SRC_DIR/consumer.c" $cc_flags -pthread
 LD_LIBRARY_PATH="$prefix/lib" "$prefix/pc_consumer"
+# Statically, with pkg-config --static's flags: the archive's own needs
+# (liburcu, libm for the heap profile's sampling) come from Libs.private.
+pc_static=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --static --libs uslab | sed 's/-luslab//')
+cc -o "$prefix/pc_consumer_static" "$SRC_DIR/consumer.c" \
+	$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags uslab) \
+	"$prefix/lib/libuslab.a" $pc_static
+"$prefix/pc_consumer_static"
 # The installed examples, built as their comments say, with pkg-config's flags.
 ex="$prefix/share/doc/uslab/examples"
 for f in packet_pipeline.c cxx_sessions.cpp include/uslab/uslab.hpp; do
@@ -33,4 +40,4 @@ if pkg-config --exists liburcu-cds; then
 fi
 c++ -std=c++17 -O2 -o "$prefix/cxx_sessions" "$ex/cxx_sessions.cpp" $cc_flags -pthread
 LD_LIBRARY_PATH="$prefix/lib" "$prefix/cxx_sessions" 5000 2 | grep -q "ok: every session"
-echo "ok install_consumer: find_package(uslab), uslab::uslab_static, pkg-config and the examples"
+echo "ok install_consumer: find_package(uslab), uslab::uslab_static, pkg-config (also --static) and the examples"
