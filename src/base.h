@@ -86,7 +86,7 @@
  * NUMA topology, the caller's node, placing memory), probes.c (the static
  * probes' semaphores, src/probes.h: PROBE() in any layer), profile.c (the
  * sampled heap profile's count and records), bgthread.c (starting a
- * background thread: usl_thread_start); and usl_init(),
+ * background thread: usl_thread_detached); and usl_init(),
  * the lazy start-up that the first slow path of any layer may trigger (with
  * usl_starting_self()). Their declarations are in this header; a service's
  * own file may include the header of any tier (it reports on the types of
@@ -486,24 +486,18 @@ static inline void usl_cancel_restore(int old)
 }
 
 /*
- * usl_thread_start - start @fn as a background thread of uslab named @name
- * ("uslab-...", at most 15 bytes: top -H, /proc/PID/task/TID/comm), with
- * every signal blocked (it takes no signal meant for the program's
- * threads), on the CPUs the process started with (bgthread.c: a thread
- * started from a pinned thread, a DPDK lcore or a benchmark's worker,
- * would otherwise inherit its one CPU and preempt it at every tick),
- * detached unless @tid is wanted. Context: no uslab lock held (thread
- * creation may allocate, through uslab when it is the malloc). Return: 0
- * (*@tid set); EAGAIN from a thread past its exit handler (not started);
- * or pthread_create's error.
+ * usl_thread_detached - start @fn as a detached background thread of uslab
+ * named @name ("uslab-...", at most 15 bytes: top -H,
+ * /proc/PID/task/TID/comm), with every signal blocked (it takes no signal
+ * meant for the program's threads), on the CPUs the process started with
+ * (bgthread.c: a thread started from a pinned thread, a DPDK lcore or a
+ * benchmark's worker, would otherwise inherit its one CPU and preempt it
+ * at every tick). @fn never returns. Context: no uslab lock held (thread
+ * creation may allocate, through uslab when it is the malloc). Return: 0;
+ * EAGAIN from a thread past its exit handler (not started); or
+ * pthread_create's error.
  */
-INTERNAL int usl_thread_start(void *(*fn)(void *), const char *name, pthread_t *tid);
-
-/* usl_thread_start() of a detached thread. */
-static inline int usl_thread_detached(void *(*fn)(void *), const char *name)
-{
-	return usl_thread_start(fn, name, NULL);
-}
+INTERNAL int usl_thread_detached(void *(*fn)(void *), const char *name);
 
 INTERNAL int debug_parse(const char *s);
 INTERNAL unsigned int debug_selects(const char *name);

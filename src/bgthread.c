@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * bgthread.c - uslab's background threads: how they start (a service any
- * layer may call; base.h declares usl_thread_start).
+ * layer may call; base.h declares usl_thread_detached).
  *
  * The page heap's decay (os_decay.c), the barns' monitor (barn.c), the
  * grace-period monitor (gp.c) and the statistics exporter (export.c) are
@@ -23,7 +23,7 @@
 /*
  * The CPUs the process started with, read before main() (or by the thread
  * that loads the library): the background threads run there, not on the
- * CPU of the thread that happened to start them (usl_thread_start).
+ * CPU of the thread that happened to start them (usl_thread_detached).
  */
 static cpu_set_t start_cpus;
 static bool start_cpus_ok;
@@ -33,15 +33,23 @@ __attribute__((constructor)) static void start_cpus_read(void)
 	start_cpus_ok = !sched_getaffinity(0, sizeof(start_cpus), &start_cpus);
 }
 
-static void thread_attr_cpus(pthread_attr_t *attr)
-{
-	if (start_cpus_ok)
-		pthread_attr_setaffinity_np(attr, sizeof(start_cpus), &start_cpus);
-}
-
-int usl_thread_start(void *(*fn)(void *), const char *name, pthread_t *tid)
+/* Detached, on the start CPUs when @cpus (and they are known). */
+static int create(void *(*fn)(void *), bool cpus, pthread_t *t)
 {
 	pthread_attr_t attr;
+	int err;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (cpus && start_cpus_ok)
+		pthread_attr_setaffinity_np(&attr, sizeof(start_cpus), &start_cpus);
+	err = pthread_create(t, &attr, fn, NULL);
+	pthread_attr_destroy(&attr);
+	return err;
+}
+
+int usl_thread_detached(void *(*fn)(void *), const char *name)
+{
 	sigset_t all, old;
 	pthread_t t;
 	int err;
@@ -57,26 +65,16 @@ int usl_thread_start(void *(*fn)(void *), const char *name, pthread_t *tid)
 		return EAGAIN;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pthread_attr_init(&attr);
-	if (!tid)
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	thread_attr_cpus(&attr);
-	err = pthread_create(&t, &attr, fn, NULL);
-	if (err == EINVAL) {
-		/* The start CPUs are no longer allowed (a cpuset changed): inherit. */
-		pthread_attr_destroy(&attr);
-		pthread_attr_init(&attr);
-		if (!tid)
-			pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		err = pthread_create(&t, &attr, fn, NULL);
-	}
-	pthread_attr_destroy(&attr);
+	err = create(fn, true, &t);
+	if (err == EINVAL) /* the start CPUs are no longer allowed (a cpuset changed): inherit */
+		err = create(fn, false, &t);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (err)
-		return err;
-	/* @t is valid: uslab's background threads run until the process ends. */
-	pthread_setname_np(t, name);
-	if (tid)
-		*tid = t;
-	return 0;
+	/*
+	 * @t is valid: uslab's background threads run until the process ends.
+	 * (glibc names it through /proc with its no-cancel open: no
+	 * cancellation point, api_bgthreads.)
+	 */
+	if (!err)
+		pthread_setname_np(t, name);
+	return err;
 }

@@ -23,7 +23,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -39,7 +38,6 @@ static struct export_header *map; /* the file, EXPORT_MAX_ROWS rows long */
 static int dir_fd = -1;		  /* its directory (export_dir()) */
 static char dir[EXPORT_DIR_MAX + 32];
 static char name[48]; /* EXPORT_PREFIX and the pid */
-static pthread_t exporter;
 static bool exporter_running;
 static int exit_fd = -1; /* USLAB_STATS=exit: stderr as it was at start-up */
 
@@ -137,13 +135,19 @@ static void refresh(void)
 static void refresh_profile(void)
 {
 	char file[sizeof(name) + 8], tmp[sizeof(name) + 16];
+	struct stat st;
 	int fd;
 
 	if (!__atomic_load_n(&profile_enabled, __ATOMIC_RELAXED))
 		return;
 	snprintf(file, sizeof(file), "%s%d", EXPORT_HEAP_PREFIX, (int)getpid());
 	snprintf(tmp, sizeof(tmp), "%s.new", file);
-	fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	/* (No wait on a FIFO someone left at the name: O_NONBLOCK, then a regular file only.) */
+	fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+	if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode) || ftruncate(fd, 0))) {
+		close(fd);
+		fd = -1;
+	}
 	if (fd < 0)
 		return;
 	profile_write(fd, false);
@@ -341,7 +345,7 @@ static void export_start(void)
 
 	if (export_open())
 		return;
-	err = usl_thread_start(exporter_main, "uslab-stats", &exporter);
+	err = usl_thread_detached(exporter_main, "uslab-stats");
 	if (err) {
 		usl_warn("USLAB_STATS=1: not exporting: no thread (%s)", strerror(err));
 		unlinkat(dir_fd, name, 0);
@@ -351,7 +355,6 @@ static void export_start(void)
 		dir_fd = -1;
 		return;
 	}
-	pthread_detach(exporter);
 	exporter_running = true;
 }
 

@@ -5,7 +5,11 @@
  * and run on the CPUs the process started with, not on the one CPU of
  * the pinned thread that happened to start them: a DPDK lcore or a
  * benchmark's worker would otherwise be preempted by every tick (issue 35
- * item 9's remaining ~100 us). Skips with fewer than two CPUs.
+ * item 9's remaining ~100 us). Skips with fewer than two CPUs. And a
+ * thread with a cancel pending that starts them (a thread's creation and
+ * naming, under gp_lock for the grace-period monitor) returns from uslab
+ * and is cancelled at its own next cancellation point, with no uslab lock
+ * left held.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -95,8 +99,36 @@ static void test_started_on_process_cpus(void)
 	CHECK(rcu, "a thread named uslab-rcu");
 }
 
+static volatile int returned;
+
+static void *cancel_pending(void *arg)
+{
+	(void)arg;
+	pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, NULL);
+	pthread_cancel(pthread_self());
+	/* The first deferred free starts the grace-period monitor (under gp_lock). */
+	uslab_free_rcu(uslab_kmalloc(64));
+	returned = 1;
+	pthread_testcancel();
+	return NULL;
+}
+
+/* Run first: no background thread exists yet. */
+static void test_started_with_cancel_pending(void)
+{
+	pthread_t t;
+	void *res;
+
+	CHECK(!pthread_create(&t, NULL, cancel_pending, NULL), "thread");
+	CHECK(!pthread_join(t, &res), "join");
+	CHECK(returned, "uslab_free_rcu returned to the cancelled thread");
+	CHECK(res == PTHREAD_CANCELED, "cancelled at its own cancellation point");
+	uslab_rcu_barrier(); /* gp_lock free again: no hang */
+}
+
 int main(void)
 {
+	RUN(test_started_with_cancel_pending);
 	RUN(test_started_on_process_cpus);
 	return 0;
 }
