@@ -19,7 +19,6 @@
 #include "front.h"
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-
 static int init_error;
 static __thread bool tls_starting; /* this thread runs do_init() */
 

@@ -274,8 +274,8 @@ static struct slab *large_slab_alloc(size_t size, size_t align, bool *zeroed, in
 static void *large_alloc_one(size_t size, size_t align, bool zero, int req);
 
 /*
- * The heap profile (profile.c): a large object of @size bytes (counted,
- * and sampled when the count runs out) in place of @p.
+ * A large object of @size bytes (large_alloc_one), counted by the heap
+ * profile (profile.c) and recorded as a sample when the count runs out.
  */
 static void *large_alloc(size_t size, size_t align, bool zero, int req)
 {
@@ -339,9 +339,11 @@ static struct slab *object_slab(const void *p, const char *what)
 /* ------------------------------------------------------------- alloc */
 
 /*
- * An object of class @c for a request of @size bytes: in the debug tier
- * the bytes past @size are red zone (slab_debug.c), and @site (the
- * caller's return address) is the allocation's call site.
+ * The heap profile's count ran out at the sheaf refill that served @p, an
+ * object of class @c for a request of @size bytes (profile.c): the request
+ * gets a sampled object instead (a large object of its own pages, whose
+ * free drops its record), and @p goes back. Return: the object to hand
+ * out; @p when there is no sample (no object to replace, no memory).
  */
 static __attribute__((noinline, cold)) void *profile_sample(struct uslab_cache *c, void *p,
 							    size_t size)
@@ -349,7 +351,7 @@ static __attribute__((noinline, cold)) void *profile_sample(struct uslab_cache *
 	void *q;
 
 	if (!p) {
-		profile_due = false; /* (the next request is sampled instead) */
+		profile_due = false; /* the allocation failed: no sample */
 		return p;
 	}
 	q = large_alloc_one(size, PAGE_SIZE, false, USLAB_NUMA_NO_NODE);
@@ -362,6 +364,11 @@ static __attribute__((noinline, cold)) void *profile_sample(struct uslab_cache *
 	return q;
 }
 
+/*
+ * An object of class @c for a request of @size bytes: in the debug tier
+ * the bytes past @size are red zone (slab_debug.c), and @site (the
+ * caller's return address) is the allocation's call site.
+ */
 static inline void *class_alloc(struct uslab_cache *c, size_t size, const void *site)
 {
 	void *p;
