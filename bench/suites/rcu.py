@@ -10,7 +10,11 @@ VARIANTS = ["free_rcu", "free_rcu_head", "callrcu_glibc", "callrcu_uslab", "defe
 
 
 def setup(h):
-    args = h.size([2, 2000, 1000], [2, 200, 1000], [2, 20, 1000])
+    # The quick size is the full one: at 200 loops uslab's variants ran 3 to
+    # 10 ms, a few grace periods, and their ratios to call_rcu's 30 ms moved
+    # from 6x to 10x between runs of one binary; at 2000 loops (0.75 s for
+    # all five variants) three runs were within 5% of each other.
+    args = h.size([2, 2000, 1000], [2, 2000, 1000], [2, 20, 1000])
     return NS(args=args, rp="x".join(map(str, args)), text="")
 
 
