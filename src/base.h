@@ -5,6 +5,8 @@
  * may call. Each tier has one header, which includes the one below it:
  *
  *   base.h       tier 0: this rule, macros, services (below)
+ *   sample_math.h tier 0: ln and expm1 without libm (the heap profile's
+ *                sampling); includes no header of src/
  *   os.h         layer 1
  *   os_heap.h    layer 1, private to os.c os_map.c os_decay.c (the page
  *                heap's shared state; no other file includes it)

@@ -43,7 +43,6 @@
 #endif
 #include <fcntl.h>
 #include <link.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +52,7 @@
 #include <unistd.h>
 
 #include "base.h"
+#include "sample_math.h"
 
 #define PROFILE_DEPTH 32
 #define PROFILE_MAX_RECS 65536u
@@ -102,7 +102,7 @@ static int64_t draw(void)
 	rng ^= rng << 25;
 	rng ^= rng >> 27;
 	u = (double)((rng * 0x2545f4914f6cdd1dull) >> 11) / 9007199254740992.0; /* [0, 1) */
-	return (int64_t)(-log(1.0 - u) * usl_opt.profile_bytes) + 1;
+	return (int64_t)(-usl_ln(1.0 - u) * usl_opt.profile_bytes) + 1;
 }
 
 void profile_count_slow(uint64_t bytes)
@@ -122,7 +122,7 @@ static double weight_of(uint64_t r)
 {
 	double t = usl_opt.profile_bytes;
 
-	return (double)r / -expm1(-(double)r / t);
+	return (double)r / -usl_expm1(-(double)r / t);
 }
 
 /* ------------------------------------------------------------- records */
