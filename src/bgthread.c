@@ -13,7 +13,7 @@
  * us per tick). They run on the CPUs the process started with, read when
  * the library is loaded, and carry a name ("uslab-decay", ...).
  */
-#define _GNU_SOURCE /* sched_getaffinity, pthread_attr_setaffinity_np, pthread_setname_np */
+#define _GNU_SOURCE /* sched_getaffinity, sched_setaffinity, pthread_setname_np */
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -33,23 +33,25 @@ __attribute__((constructor)) static void start_cpus_read(void)
 	start_cpus_ok = !sched_getaffinity(0, sizeof(start_cpus), &start_cpus);
 }
 
-/* Detached, on the start CPUs when @cpus (and they are known). */
-static int create(void *(*fn)(void *), bool cpus, pthread_t *t)
+/*
+ * The thread's own first step: onto the start CPUs (when known; if they
+ * are no longer allowed, a cpuset changed, it keeps the starter's). Set
+ * here rather than with pthread_attr_setaffinity_np, which allocates the
+ * attribute's CPU set with calloc: a start from the child of a fork then
+ * waited for ever on an allocator lock a parent thread held at the fork
+ * under GCC 12's AddressSanitizer, whose allocator has no fork handlers
+ * (api_heap's fork test hung so, once in a while).
+ */
+static void *on_start_cpus(void *fn)
 {
-	pthread_attr_t attr;
-	int err;
-
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (cpus && start_cpus_ok)
-		pthread_attr_setaffinity_np(&attr, sizeof(start_cpus), &start_cpus);
-	err = pthread_create(t, &attr, fn, NULL);
-	pthread_attr_destroy(&attr);
-	return err;
+	if (start_cpus_ok)
+		sched_setaffinity(0, sizeof(start_cpus), &start_cpus);
+	return ((void *(*)(void *))fn)(NULL);
 }
 
 int usl_thread_detached(void *(*fn)(void *), const char *name)
 {
+	pthread_attr_t attr;
 	sigset_t all, old;
 	pthread_t t;
 	int err;
@@ -65,9 +67,10 @@ int usl_thread_detached(void *(*fn)(void *), const char *name)
 		return EAGAIN;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = create(fn, true, &t);
-	if (err == EINVAL) /* the start CPUs are no longer allowed (a cpuset changed): inherit */
-		err = create(fn, false, &t);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	err = pthread_create(&t, &attr, on_start_cpus, (void *)fn);
+	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	/*
 	 * @t is valid: uslab's background threads run until the process ends.

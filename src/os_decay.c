@@ -8,7 +8,7 @@
  * Decay: a thread of this file (started by os_kick() from where no lock is held,
  * when freed pages appear; it exits once nothing has been retained for 2 s) ticks every
  * USLAB_PURGE_DELAY_MS. Where it cannot run (its start failed; the child
- * of a fork under ThreadSanitizer) the frees run the due ticks themselves,
+ * of a fork under a sanitizer) the frees run the due ticks themselves,
  * a bounded batch (about 256 KiB) each. Each tick purges the dirty pages
  * that are not young (freed at least one tick ago) beyond the recent
  * demand (as many pages as the heap handed out in its busiest tick of the
@@ -50,7 +50,7 @@ bool os_decay_need; /* dirty pages and no decay thread: os_kick() starts one */
 /* The decay's state, under os_lock. */
 static struct {
 	bool running;	     /* (read without the lock by os_decay_running) */
-	bool no_thread;	     /* a child of fork under TSan: never starts one (decays inline) */
+	bool no_thread;	     /* a fork child, sanitized: never starts one (decays inline) */
 	bool inline_decay;   /* no thread (a child, or a start failed): frees run the ticks */
 	uint64_t retry_ms;   /* a start that failed is retried after */
 	uint64_t next_ms;    /* inline_decay: the next tick is due */
@@ -431,12 +431,17 @@ void decay_fork_child(void)
 	 * No decay thread here. The child starts its own at its first
 	 * os_kick() with pages retained, as a new process does (a child that
 	 * only calls exec or _exit makes no such call; a daemon that forks
-	 * once at start-up gets one). Under ThreadSanitizer it starts none (TSan
-	 * refuses threads after a threaded fork): its frees run the ticks, a
-	 * bounded batch each, as when a thread cannot start.
+	 * once at start-up gets one). Under a sanitizer it starts none: TSan
+	 * refuses threads after a threaded fork, and GCC 12's AddressSanitizer
+	 * has no fork handlers on its allocator, while starting a thread
+	 * allocates (glibc's pthread_create: the new thread's DTV), so the
+	 * child could wait for ever on an allocator lock a parent thread held
+	 * at the fork (api_heap's fork test hung so, once in a while). Its
+	 * frees run the ticks, a bounded batch each, as when a thread cannot
+	 * start.
 	 */
 	decay_ctl.running = false;
-#if defined(__SANITIZE_THREAD__)
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 	decay_ctl.no_thread = true;
 #endif
 	decay_ctl.inline_decay = decay_ctl.no_thread;
