@@ -22,8 +22,9 @@
  * USLAB_SHEAF_DECAY_MS of the barn refusing that thread a run of sheaves
  * as long as its depth (barn_refused(), barn_missed(): objects it just
  * flushed to slabs are read back), while the
- * full sheaves at that depth hold at most full_bytes (USLAB_BARN_MAX_MB)
- * of objects. Once it has not grown for an interval, what it has above
+ * full sheaves at that depth hold at most full_bytes (USLAB_BARN_MAX_MB;
+ * USLAB_MALLOC_BARN_MAX_MB, 0 by default, for the drop-in's classes) of
+ * objects. Once it has not grown for an interval, what it has above
  * full_min halves per interval (shallow_locked(), from the trades'
  * judgement or the decay monitor), the oldest full sheaves past it going
  * to slabs. doc/design.md, "The barn's depth".
@@ -190,7 +191,8 @@ static bool keeps_all(struct barn *b)
 }
 
 /* barn_adapt_init() of one node's barn @b. */
-static void adapt_init(struct barn *b, struct uslab_cache *c, unsigned int requested)
+static void adapt_init(struct barn *b, struct uslab_cache *c, unsigned int requested,
+		       unsigned int grow_mb)
 {
 	ulock_lock(&b->lock);
 	b->cap_min = c->sheaf_capacity;
@@ -198,21 +200,24 @@ static void adapt_init(struct barn *b, struct uslab_cache *c, unsigned int reque
 	WRITE_ONCE(b->capacity, b->cap_min);
 	b->trades = 0;
 	b->window = b->deep_ns = barn_now_ns();
-	/* The depth grows from a base of at least one sheaf, up to USLAB_BARN_MAX_MB. */
+	/* The depth grows from a base of at least one sheaf, up to @grow_mb MiB of objects. */
 	if (!keeps_all(b) && b->full_min)
-		b->full_bytes = (uint64_t)usl_opt.barn_max_mb << 20;
+		b->full_bytes = (uint64_t)grow_mb << 20;
 	ulock_unlock(&b->lock);
 }
 
 /*
- * barn_adapt_init - the adaptive capacity of @c, just given its base
- * capacity c->sheaf_capacity (lifecycle_create); @requested:
- * uslab_cache_args.sheaf_capacity (non-zero pins the capacity).
+ * barn_adapt_init - the adaptive capacity and depth of @c, just given its
+ * base capacity c->sheaf_capacity (lifecycle_create); @requested:
+ * uslab_cache_args.sheaf_capacity (non-zero pins the capacity); @grow_mb:
+ * MiB of objects each barn's full sheaves may hold when its depth grows
+ * (USLAB_BARN_MAX_MB, or USLAB_MALLOC_BARN_MAX_MB for the drop-in's
+ * classes; 0: the depth stays at its base).
  */
-void barn_adapt_init(struct uslab_cache *c, unsigned int requested)
+void barn_adapt_init(struct uslab_cache *c, unsigned int requested, unsigned int grow_mb)
 {
 	for (unsigned int nid = 0; nid < c->nr_nodes; nid++)
-		adapt_init(cache_barn(c, nid), c, requested);
+		adapt_init(cache_barn(c, nid), c, requested, grow_mb);
 }
 
 /*

@@ -273,6 +273,7 @@ struct uslab_options {
 	unsigned int barn_max_full;    /* USLAB_BARN_MAX_FULL */
 	unsigned int barn_max_empty;   /* USLAB_BARN_MAX_EMPTY */
 	unsigned int barn_max_mb;      /* USLAB_BARN_MAX_MB */
+	unsigned int dropin_barn_mb;   /* USLAB_MALLOC_BARN_MAX_MB */
 	unsigned int lookahead;	       /* USLAB_LOOKAHEAD */
 	unsigned int purge_delay_ms;   /* USLAB_PURGE_DELAY_MS */
 	unsigned int retain_kb;	       /* USLAB_RETAIN_KB */

@@ -69,6 +69,7 @@ struct barn {
 #define CACHE_LARGE 0x20000000u	      /* owns kmalloc's large objects */
 #define CACHE_FAILSLAB 0x10000000u    /* USLAB_FAILSLAB selects it (failslab.c) */
 #define CACHE_RESERVED_ID 0x08000000u /* takes an id thread_reserve_ids() kept (thread.c) */
+#define CACHE_DROPIN 0x04000000u      /* a size class serving the malloc drop-in (kmalloc.c) */
 
 /*
  * struct cache_shape - what a layer above asks of a cache's slabs beyond
@@ -98,7 +99,7 @@ struct cache_shape {
 /* Sheaf capacity a pool gets when it asks for none: pointers are all it holds. */
 #define POOL_SHEAF_CAPACITY 254
 _Static_assert(!((CACHE_INTERNAL | CACHE_KMALLOC | CACHE_LARGE | CACHE_FAILSLAB |
-		  CACHE_RESERVED_ID) &
+		  CACHE_RESERVED_ID | CACHE_DROPIN) &
 		 CACHE_PUBLIC_FLAGS),
 	       "the internal flags are not public ones");
 

@@ -69,11 +69,14 @@ extern const char uslab_priv_malloc_dropin __attribute__((weak, visibility("defa
  * (glibc's contract: a double free stops the program at the call, and
  * USLAB_FREE_KEY=0 turns it off); without the drop-in, uslab_kmalloc()
  * follows the kernel's kmalloc (no free object written; doc/design.md,
- * "Free checks", has the measurements behind both).
+ * "Free checks", has the measurements behind both). CACHE_DROPIN: their
+ * barns' depth grows by USLAB_MALLOC_BARN_MAX_MB instead of
+ * USLAB_BARN_MAX_MB (lifecycle.c; doc/tuning.md has the measurements).
  */
 static unsigned int class_flags(void)
 {
-	return CACHE_KMALLOC | CACHE_RESERVED_ID | (&uslab_priv_malloc_dropin ? USLAB_FREE_KEY : 0);
+	return CACHE_KMALLOC | CACHE_RESERVED_ID |
+	       (&uslab_priv_malloc_dropin ? USLAB_FREE_KEY | CACHE_DROPIN : 0);
 }
 
 /*

@@ -113,7 +113,9 @@ struct uslab_cache *lifecycle_create(const char *name, size_t size,
 	 * (measured: doc/design.md, "Decisions measured in code").
 	 */
 	if (cap)
-		barn_adapt_init(c, pool_sheaf_capacity(c, args->sheaf_capacity));
+		barn_adapt_init(c, pool_sheaf_capacity(c, args->sheaf_capacity),
+				(flags & CACHE_DROPIN) ? usl_opt.dropin_barn_mb :
+							 usl_opt.barn_max_mb);
 	/* Per-CPU sheaves from the start: asked for, or USLAB_PERCPU=1 (else per thread). */
 	if (cap && usl_opt.percpu != PERCPU_OFF &&
 	    ((flags & USLAB_PERCPU) || usl_opt.percpu == PERCPU_ON))

@@ -88,6 +88,8 @@ static const struct option_row {
 	{ "USLAB_BARN_MAX_MB", &usl_opt.barn_max_mb, 1024, 0, 1u << 20,
 	  "MiB of objects a barn's full sheaves may hold when its depth grows (0: no growth)", NULL,
 	  NULL },
+	{ "USLAB_MALLOC_BARN_MAX_MB", &usl_opt.dropin_barn_mb, 0, 0, 1u << 20,
+	  "the same for the size classes of the malloc drop-in (0: no growth)", NULL, NULL },
 	{ "USLAB_BARN_MAX_EMPTY", &usl_opt.barn_max_empty, 10, 0, 100000,
 	  "empty sheaves a barn keeps", NULL, NULL },
 	{ "USLAB_LOOKAHEAD", &usl_opt.lookahead, 3, 0, 1024,

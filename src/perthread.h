@@ -54,7 +54,7 @@ INTERNAL void barn_drain(struct uslab_cache *c);
 INTERNAL void barn_counts(struct barn *b, unsigned long *full, unsigned long *empty);
 INTERNAL size_t barn_gather(struct uslab_cache *c, void **dst, size_t max);
 INTERNAL size_t barn_objects(struct barn *b);
-INTERNAL void barn_adapt_init(struct uslab_cache *c, unsigned int requested);
+INTERNAL void barn_adapt_init(struct uslab_cache *c, unsigned int requested, unsigned int grow_mb);
 INTERNAL void barn_decay(struct uslab_cache *c, uint64_t now_ns);
 INTERNAL bool barn_note_bulk(struct uslab_cache *c, size_t n, unsigned int nid);
 INTERNAL uint64_t barn_now_ns(void);

@@ -40,7 +40,9 @@
  *                  grows nothing, nor does a consumer's freeing that a
  *                  producer on another thread allocates back (the
  *                  grow_2threads traffic); USLAB_BARN_MAX_MB=0 grows
- *                  nothing.
+ *                  nothing, nor does a malloc drop-in's size class
+ *                  (CACHE_DROPIN: USLAB_MALLOC_BARN_MAX_MB, 0 by default,
+ *                  which it follows when set).
  */
 #include <pthread.h>
 #include <sched.h>
@@ -641,6 +643,36 @@ static void depth(void)
 	CHECK(READ_ONCE(c->barn.max_full) == base && !c->barn.full_grows, "pinned: depth %u",
 	      READ_ONCE(c->barn.max_full));
 	depth_free(c, h);
+	finish(c);
+
+	/*
+	 * A size class of the malloc drop-in (CACHE_DROPIN) grows by
+	 * USLAB_MALLOC_BARN_MAX_MB (0 by default: pinned like the cache
+	 * above), any other cache by USLAB_BARN_MAX_MB.
+	 */
+	c = lifecycle_create("adapt-depth-dropin", OBJ_SIZE, &(struct uslab_cache_args){ 0 },
+			     CACHE_DROPIN, NULL);
+	CHECK(c && c->barn.full_bytes == 0, "the drop-in's class: %llu bytes of growth",
+	      c ? (unsigned long long)c->barn.full_bytes : 0ull);
+	depth_alloc(c, h);
+	for (int round = 0; round < 3; round++) {
+		depth_free(c, h);
+		depth_alloc(c, h);
+	}
+	CHECK(READ_ONCE(c->barn.max_full) == base && !c->barn.full_grows,
+	      "the drop-in's class pinned: depth %u", READ_ONCE(c->barn.max_full));
+	depth_free(c, h);
+	finish(c);
+	usl_opt.dropin_barn_mb = 3;
+	c = lifecycle_create("adapt-depth-dropin-3", OBJ_SIZE, &(struct uslab_cache_args){ 0 },
+			     CACHE_DROPIN, NULL);
+	usl_opt.dropin_barn_mb = 0;
+	CHECK(c && c->barn.full_bytes == 3ull << 20, "USLAB_MALLOC_BARN_MAX_MB=3: %llu bytes",
+	      c ? (unsigned long long)c->barn.full_bytes : 0ull);
+	finish(c);
+	c = uslab_cache_create("adapt-depth-default", OBJ_SIZE, NULL, 0);
+	CHECK(c && c->barn.full_bytes == 1024ull << 20, "another cache: %llu bytes",
+	      c ? (unsigned long long)c->barn.full_bytes : 0ull);
 	finish(c);
 	free(h);
 	/* Nothing grown: the monitor exits after its next pass. */
