@@ -522,6 +522,8 @@ static void *monitor_main(void *arg)
 	}
 }
 
+static const struct usl_bgthread monitor_thread = { monitor_main, "uslab-barn" };
+
 /*
  * The child of fork has no monitor, and starts none for the caches it
  * inherited grown (a child that only calls exec or _exit should not get a
@@ -568,7 +570,7 @@ void barn_monitor_start(void)
 	__atomic_store_n(&monitor.running, true, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&monitor.lock);
 
-	err = usl_thread_detached(monitor_main, "uslab-barn");
+	err = usl_thread_detached(&monitor_thread);
 	if (err) {
 		pthread_mutex_lock(&monitor.lock);
 		__atomic_store_n(&monitor.running, false, __ATOMIC_RELAXED);

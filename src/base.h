@@ -488,19 +488,24 @@ static inline void usl_cancel_restore(int old)
 	pthread_setcancelstate(old, NULL);
 }
 
+/* One of uslab's background threads: what it runs, and its name. */
+struct usl_bgthread {
+	void *(*fn)(void *); /* called with NULL; the thread ends when it returns */
+	const char *name;    /* "uslab-...", at most 15 bytes: top -H, /proc/PID/task/TID/comm */
+};
+
 /*
- * usl_thread_detached - start @fn as a detached background thread of uslab
- * named @name ("uslab-...", at most 15 bytes: top -H,
- * /proc/PID/task/TID/comm), with every signal blocked (it takes no signal
- * meant for the program's threads), on the CPUs the process started with
- * (bgthread.c: a thread started from a pinned thread, a DPDK lcore or a
- * benchmark's worker, would otherwise inherit its one CPU and preempt it
- * at every tick). @fn never returns. Context: no uslab lock held (thread
- * creation may allocate, through uslab when it is the malloc). Return: 0;
- * EAGAIN from a thread past its exit handler (not started); or
- * pthread_create's error.
+ * usl_thread_detached - start @t->fn as a detached background thread of
+ * uslab, which names itself @t->name, with every signal blocked (it takes
+ * no signal meant for the program's threads), on the CPUs the process
+ * started with (bgthread.c: a thread started from a pinned thread, a DPDK
+ * lcore or a benchmark's worker, would otherwise inherit its one CPU and
+ * preempt it at every tick). @t: static storage (the thread reads it).
+ * Context: no uslab lock held (thread creation may allocate, through
+ * uslab when it is the malloc). Return: 0; EAGAIN from a thread past its
+ * exit handler (not started); or pthread_create's error.
  */
-INTERNAL int usl_thread_detached(void *(*fn)(void *), const char *name);
+INTERNAL int usl_thread_detached(const struct usl_bgthread *t);
 
 INTERNAL int debug_parse(const char *s);
 INTERNAL unsigned int debug_selects(const char *name);

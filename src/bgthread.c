@@ -34,26 +34,31 @@ __attribute__((constructor)) static void start_cpus_read(void)
 }
 
 /*
- * The thread's own first step: onto the start CPUs (when known; if they
- * are no longer allowed, a cpuset changed, it keeps the starter's). Set
- * here rather than with pthread_attr_setaffinity_np, which allocates the
- * attribute's CPU set with calloc: a start from the child of a fork then
- * waited for ever on an allocator lock a parent thread held at the fork
- * under GCC 12's AddressSanitizer, whose allocator has no fork handlers
- * (api_heap's fork test hung so, once in a while).
+ * The thread's own first steps: onto the start CPUs (when known; if they
+ * are no longer allowed, a cpuset changed, it keeps the starter's), then
+ * its name. Both here, by the thread itself: pthread_attr_setaffinity_np
+ * allocates the attribute's CPU set with calloc (a start from the child of
+ * a fork then waited for ever on an allocator lock a parent thread held at
+ * the fork under GCC 12's AddressSanitizer, whose allocator has no fork
+ * handlers: api_heap's fork test hung so, once in a while), and the
+ * starter naming the new thread would name one that may already have
+ * ended (the decay and barn monitors end when idle).
  */
-static void *on_start_cpus(void *fn)
+static void *bg_start(void *arg)
 {
+	const struct usl_bgthread *t = arg;
+
 	if (start_cpus_ok)
 		sched_setaffinity(0, sizeof(start_cpus), &start_cpus);
-	return ((void *(*)(void *))fn)(NULL);
+	pthread_setname_np(pthread_self(), t->name);
+	return t->fn(NULL);
 }
 
-int usl_thread_detached(void *(*fn)(void *), const char *name)
+int usl_thread_detached(const struct usl_bgthread *t)
 {
 	pthread_attr_t attr;
 	sigset_t all, old;
-	pthread_t t;
+	pthread_t tid;
 	int err;
 
 	/*
@@ -69,15 +74,8 @@ int usl_thread_detached(void *(*fn)(void *), const char *name)
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	err = pthread_create(&t, &attr, on_start_cpus, (void *)fn);
+	err = pthread_create(&tid, &attr, bg_start, (void *)t);
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	/*
-	 * @t is valid: uslab's background threads run until the process ends.
-	 * (glibc names it through /proc with its no-cancel open: no
-	 * cancellation point, api_bgthreads.)
-	 */
-	if (!err)
-		pthread_setname_np(t, name);
 	return err;
 }

@@ -168,6 +168,8 @@ static void *exporter_main(void *arg)
 	return NULL;
 }
 
+static const struct usl_bgthread exporter = { exporter_main, "uslab-stats" };
+
 /*
  * USLAB_STATS=exit: the table, headed by pid and program, on the stderr the
  * program started with. A copy of that descriptor is taken at start-up, so
@@ -345,7 +347,7 @@ static void export_start(void)
 
 	if (export_open())
 		return;
-	err = usl_thread_detached(exporter_main, "uslab-stats");
+	err = usl_thread_detached(&exporter);
 	if (err) {
 		usl_warn("USLAB_STATS=1: not exporting: no thread (%s)", strerror(err));
 		unlinkat(dir_fd, name, 0);

@@ -235,6 +235,8 @@ static void *monitor_main(void *arg)
 	return NULL;
 }
 
+static const struct usl_bgthread gp_monitor = { monitor_main, "uslab-rcu" };
+
 /* ------------------------------------------------------------ start */
 
 /*
@@ -270,7 +272,7 @@ int gp_prestart(void)
 		if (now >= gp_state.retry_ms) {
 			/* It may allocate, with libuslab-malloc.so through uslab. */
 			tls_creating = true;
-			ret = usl_thread_detached(monitor_main, "uslab-rcu") ? -1 : 0;
+			ret = usl_thread_detached(&gp_monitor) ? -1 : 0;
 			tls_creating = false;
 			if (!ret) {
 				gp_state.started = true;

@@ -325,6 +325,8 @@ static void *decay_main(void *arg)
 	}
 }
 
+static const struct usl_bgthread decay_thread = { decay_main, "uslab-decay" };
+
 void os_decay_start(void)
 {
 	uint64_t now = now_ms();
@@ -340,7 +342,7 @@ void os_decay_start(void)
 	WRITE_ONCE(os_decay_need, false);
 	ulock_unlock(&os_lock);
 
-	err = usl_thread_detached(decay_main, "uslab-decay");
+	err = usl_thread_detached(&decay_thread);
 	ulock_lock(&os_lock);
 	if (err) {
 		/* Frees run the ticks themselves meanwhile, a bounded batch each. */

@@ -6,10 +6,10 @@
  * the pinned thread that happened to start them: a DPDK lcore or a
  * benchmark's worker would otherwise be preempted by every tick (issue 35
  * item 9's remaining ~100 us). Skips with fewer than two CPUs. And a
- * thread with a cancel pending that starts them (a thread's creation and
- * naming, under gp_lock for the grace-period monitor) returns from uslab
- * and is cancelled at its own next cancellation point, with no uslab lock
- * left held.
+ * thread with a cancel pending that starts them (a thread's creation,
+ * under gp_lock for the grace-period monitor; each names itself) returns
+ * from uslab and is cancelled at its own next cancellation point, with no
+ * uslab lock left held.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
