@@ -124,12 +124,18 @@ static __attribute__((noinline)) void free_traced(void *p, const void *site)
 	uslab_kfree(p);
 }
 
+/*
+ * free(NULL) is common (gawk: 45% of its frees): here two instructions;
+ * through the inline kfree it is a registry miss and two calls (about 30).
+ */
 void free(void *p)
 {
 	if (unlikely(probe_on(free))) {
 		free_traced(p, __builtin_return_address(0));
 		return;
 	}
+	if (!p)
+		return;
 	uslab_kfree(p);
 }
 

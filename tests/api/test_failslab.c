@@ -66,6 +66,47 @@ static void mode_times(void)
 	CHECK(uslab_cache_destroy(c) == 0, "destroy");
 }
 
+/*
+ * krealloc between two classes while every 4th allocation fails: a failed
+ * growth returns NULL with ENOMEM and leaves the object as it was; a failed
+ * shrink returns the object itself; the bytes both sizes hold survive.
+ */
+static void krealloc_failures(void)
+{
+	unsigned char *p = uslab_kmalloc(64), *q;
+	size_t have = 64;
+	int grow_failed = 0, shrink_kept = 0;
+
+	CHECK(p, "kmalloc");
+	memset(p, 0xa5, have);
+	for (int i = 0; i < 40; i++) {
+		size_t want = i % 2 ? 16 : 1024; /* two class sizes */
+
+		memset(p, 0xa5, have);
+		errno = 0;
+		q = uslab_krealloc(p, want);
+		if (!q) {
+			CHECK(want > have && errno == ENOMEM,
+			      "a failed krealloc %zu -> %zu: ENOMEM", have, want);
+			grow_failed++;
+			continue;
+		}
+		for (size_t j = 0; j < (want < have ? want : have); j++)
+			CHECK(q[j] == 0xa5, "byte %zu after krealloc %zu -> %zu", j, have, want);
+		if (q == p && want < have && uslab_ksize(p) == have) {
+			shrink_kept++; /* its allocation failed: @p kept, at its size */
+			continue;
+		}
+		CHECK(uslab_ksize(q) == want, "krealloc %zu -> %zu: ksize %zu", have, want,
+		      uslab_ksize(q));
+		p = q;
+		have = want;
+	}
+	CHECK(grow_failed && shrink_kept, "failed growths %d, shrinks kept %d", grow_failed,
+	      shrink_kept);
+	uslab_kfree(p);
+}
+
 static void mode_interval(void)
 {
 	struct uslab_cache *c = uslab_cache_create("interval", 64, NULL, 0);
@@ -79,6 +120,7 @@ static void mode_interval(void)
 	CHECK(uslab_failslab_count() == CALLS / 4, "%d failures: %lu", CALLS / 4,
 	      uslab_failslab_count());
 	CHECK(uslab_cache_destroy(c) == 0, "destroy");
+	krealloc_failures();
 }
 
 static void mode_cache(void)
