@@ -12,8 +12,9 @@
  * must provide ("Replacing malloc"): malloc, free, calloc, realloc, and
  * aligned_alloc, malloc_usable_size, memalign, posix_memalign, pvalloc,
  * valloc; reallocarray, malloc_trim (uslab_trim) and mallinfo2 and
- * mallinfo (uslab_heap_stats) are here too. C++ new and delete reach
- * malloc and free through libstdc++.
+ * mallinfo (uslab_heap_stats) are here too, and C++'s plain operator new
+ * and delete (the other forms reach malloc and free through the C++
+ * library).
  *
  * Alignments as the glibc it replaces: memalign takes any alignment (not a
  * power of two: rounded up to one; above SIZE_MAX / 2 + 1: EINVAL), and so
@@ -31,11 +32,14 @@
  * Compiled with -fno-builtin: gcc must not turn the code below into calls
  * of the functions it defines (malloc + memset into calloc, say).
  */
+#define _GNU_SOURCE /* RTLD_NEXT */
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 #include <uslab.h>
 
 #include "probes.h"
@@ -62,6 +66,23 @@ EXPORT void *valloc(size_t size);
 EXPORT void *pvalloc(size_t size);
 EXPORT size_t malloc_usable_size(void *p);
 EXPORT int malloc_trim(size_t pad);
+void abort(void) __attribute__((__noreturn__));
+
+/*
+ * C++'s plain operator new and delete by their Itanium C++ ABI names (those
+ * of libstdc++ and libc++ alike) where size_t is unsigned long (LP64, "m"):
+ * new(size_t), new[](size_t), delete(void *), delete[](void *), and the
+ * sized deletes (C++14). Elsewhere the C++ library's call malloc and free.
+ */
+#if __SIZEOF_LONG__ == 8 && __SIZEOF_POINTER__ == 8
+#define MALLOC_CXX 1
+EXPORT void *_Znwm(size_t size);
+EXPORT void *_Znam(size_t size);
+EXPORT void _ZdlPv(void *p);
+EXPORT void _ZdaPv(void *p);
+EXPORT void _ZdlPvm(void *p, size_t size);
+EXPORT void _ZdaPvm(void *p, size_t size);
+#endif
 
 /* <malloc.h>'s, field for field (glibc 2.33 and later; mallinfo: every version). */
 struct mallinfo2 {
@@ -111,11 +132,17 @@ static __attribute__((noinline)) void *malloc_traced(size_t size, const void *si
 	return p;
 }
 
-void *malloc(size_t size)
+/* malloc() for the program's call at @site (operator new's too). */
+static inline __attribute__((always_inline)) void *malloc_at(size_t size, const void *site)
 {
 	if (unlikely(probe_on(malloc)))
-		return malloc_traced(size, __builtin_return_address(0));
+		return malloc_traced(size, site);
 	return malloc_plain(size);
+}
+
+void *malloc(size_t size)
+{
+	return malloc_at(size, __builtin_return_address(0));
 }
 
 static __attribute__((noinline)) void free_traced(void *p, const void *site)
@@ -125,18 +152,24 @@ static __attribute__((noinline)) void free_traced(void *p, const void *site)
 }
 
 /*
+ * free() for the program's call at @site (operator delete's too).
  * free(NULL) is common (gawk: 45% of its frees): here two instructions;
  * through the inline kfree it is a registry miss and two calls (about 30).
  */
-void free(void *p)
+static inline __attribute__((always_inline)) void free_at(void *p, const void *site)
 {
 	if (unlikely(probe_on(free))) {
-		free_traced(p, __builtin_return_address(0));
+		free_traced(p, site);
 		return;
 	}
 	if (!p)
 		return;
 	uslab_kfree(p);
+}
+
+void free(void *p)
+{
+	free_at(p, __builtin_return_address(0));
 }
 
 /* The probes fired after their call (@site, the result, the arguments). */
@@ -350,6 +383,92 @@ int malloc_trim(size_t pad)
 	(void)pad;
 	return uslab_trim() != 0;
 }
+
+/* ------------------------------------------------------- C++ new, delete */
+#ifdef MALLOC_CXX
+
+/*
+ * The plain operator new and delete, straight to the class paths as
+ * malloc() and free() are, the way mimalloc, tcmalloc and jemalloc provide
+ * them: without them the C++ library's operators call malloc and free, a
+ * call and a check more on each side of every object (the C++ churn of
+ * bench/workloads/churn.cpp: 5.2 million of each). Each fires the malloc
+ * or free probe with the program's call site.
+ *
+ * A request that fails is handed to the next definition in the lookup
+ * order (the C++ library's, found once with dlsym(RTLD_NEXT)), which calls
+ * the new_handler and throws std::bad_alloc as the standard requires: its
+ * malloc is this file's, so it fails or succeeds as a retry here would.
+ * This file throws nothing itself; it is built with -fexceptions so that
+ * the exception unwinds through it. The nothrow and aligned forms stay the
+ * C++ library's, on this file's malloc, free and aligned_alloc. A program
+ * that defines its own operators keeps them (an executable's symbols come
+ * first in the lookup order).
+ */
+typedef void *(*new_fn)(size_t);
+
+static __attribute__((noinline, cold)) void *new_next(size_t size, bool array)
+{
+	static new_fn next[2];
+	new_fn f = __atomic_load_n(&next[array], __ATOMIC_ACQUIRE);
+
+	if (!f) {
+		static const char msg[] = "uslab: BUG: operator new failed and no C++ library "
+					  "defines it after libuslab-malloc.so\n";
+
+		f = (new_fn)dlsym(RTLD_NEXT, array ? "_Znam" : "_Znwm");
+		if (!f) {
+			ssize_t r = write(2, msg, sizeof(msg) - 1);
+
+			(void)r;
+			abort();
+		}
+		__atomic_store_n(&next[array], f, __ATOMIC_RELEASE);
+	}
+	return f(size);
+}
+
+void *_Znwm(size_t size)
+{
+	void *p = malloc_at(size, __builtin_return_address(0));
+
+	if (likely(p))
+		return p;
+	return new_next(size, false);
+}
+
+void *_Znam(size_t size)
+{
+	void *p = malloc_at(size, __builtin_return_address(0));
+
+	if (likely(p))
+		return p;
+	return new_next(size, true);
+}
+
+void _ZdlPv(void *p)
+{
+	free_at(p, __builtin_return_address(0));
+}
+
+void _ZdaPv(void *p)
+{
+	free_at(p, __builtin_return_address(0));
+}
+
+/* The sized deletes: the size is not needed (the registry knows the class). */
+void _ZdlPvm(void *p, size_t size)
+{
+	(void)size;
+	free_at(p, __builtin_return_address(0));
+}
+
+void _ZdaPvm(void *p, size_t size)
+{
+	(void)size;
+	free_at(p, __builtin_return_address(0));
+}
+#endif /* MALLOC_CXX */
 
 /*
  * glibc's figures from uslab_heap_stats() (doc/api.md, "mallinfo2"): the
