@@ -23,21 +23,10 @@
 #include <new>
 #include <vector>
 
+#include "../test.h"
+
 namespace
 {
-
-unsigned long checks;
-
-#define CHECK(cond, ...)                                                                     \
-	do {                                                                                 \
-		checks++;                                                                    \
-		if (!(cond)) {                                                               \
-			std::fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-			std::fprintf(stderr, __VA_ARGS__);                                   \
-			std::fputc('\n', stderr);                                            \
-			std::exit(1);                                                        \
-		}                                                                            \
-	} while (0)
 
 /* Whether @fn is defined in libuslab-malloc.so. */
 bool from_uslab(void *fn)
@@ -136,50 +125,30 @@ void handler()
 /* More than any allocator can give (not a constant: the compiler cannot see it). */
 volatile std::size_t huge = std::size_t(1) << 62;
 
+/* Whether @alloc throws std::bad_alloc (a pointer it returns is printed: a failure anyway). */
+template <typename F> bool throws_bad_alloc(F alloc)
+{
+	try {
+		std::printf("%p\n", alloc());
+	} catch (const std::bad_alloc &) {
+		return true;
+	}
+	return false;
+}
+
 void failures()
 {
-	bool thrown = false;
+	auto plain = [] { return ::operator new(huge); };
+	auto array = [] { return static_cast<void *>(new char[huge]); };
 
-	try {
-		void *p = ::operator new(huge);
-
-		std::printf("%p\n", p);
-	} catch (const std::bad_alloc &) {
-		thrown = true;
-	}
-	CHECK(thrown, "operator new(2^62) throws std::bad_alloc");
-	thrown = false;
-	try {
-		char *p = new char[huge];
-
-		std::printf("%p\n", static_cast<void *>(p));
-	} catch (const std::bad_alloc &) {
-		thrown = true;
-	}
-	CHECK(thrown, "new char[2^62] throws std::bad_alloc");
-
+	CHECK(throws_bad_alloc(plain), "operator new(2^62) throws std::bad_alloc");
+	CHECK(throws_bad_alloc(array), "new char[2^62] throws std::bad_alloc");
 	std::set_new_handler(handler);
-	thrown = false;
-	try {
-		void *p = ::operator new(huge);
-
-		std::printf("%p\n", p);
-	} catch (const std::bad_alloc &) {
-		thrown = true;
-	}
-	CHECK(thrown && handler_calls == 1, "the new_handler ran once, then bad_alloc: %d calls",
-	      handler_calls);
+	CHECK(throws_bad_alloc(plain) && handler_calls == 1,
+	      "the new_handler ran once, then bad_alloc: %d calls", handler_calls);
 	std::set_new_handler(handler);
-	thrown = false;
-	try {
-		char *p = new char[huge];
-
-		std::printf("%p\n", static_cast<void *>(p));
-	} catch (const std::bad_alloc &) {
-		thrown = true;
-	}
-	CHECK(thrown && handler_calls == 2, "new[]: the new_handler ran once more: %d calls",
-	      handler_calls);
+	CHECK(throws_bad_alloc(array) && handler_calls == 2,
+	      "new[]: the new_handler ran once more: %d calls", handler_calls);
 
 	CHECK(new (std::nothrow) char[huge] == nullptr, "nothrow new[] of 2^62: nullptr");
 	CHECK(::operator new(huge, std::nothrow) == nullptr, "nothrow new of 2^62: nullptr");
@@ -199,6 +168,6 @@ int main()
 	resolved();
 	contents();
 	failures();
-	std::printf("ok cxx_new (%lu checks)\n", checks);
+	std::printf("ok cxx_new (%lu checks)\n", test_checks);
 	return 0;
 }
