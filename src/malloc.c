@@ -132,17 +132,21 @@ static __attribute__((noinline)) void *malloc_traced(size_t size, const void *si
 	return p;
 }
 
-/* malloc() for the program's call at @site (operator new's too). */
-static inline __attribute__((always_inline)) void *malloc_at(size_t size, const void *site)
+/*
+ * malloc()'s body (operator new's too), always inline: the probe's site is
+ * the return address of the function it is inlined into, read only when
+ * the probe is on (as an argument, gcc loaded it on every call).
+ */
+static inline __attribute__((always_inline)) void *malloc_inline(size_t size)
 {
 	if (unlikely(probe_on(malloc)))
-		return malloc_traced(size, site);
+		return malloc_traced(size, __builtin_return_address(0));
 	return malloc_plain(size);
 }
 
 void *malloc(size_t size)
 {
-	return malloc_at(size, __builtin_return_address(0));
+	return malloc_inline(size);
 }
 
 static __attribute__((noinline)) void free_traced(void *p, const void *site)
@@ -152,14 +156,14 @@ static __attribute__((noinline)) void free_traced(void *p, const void *site)
 }
 
 /*
- * free() for the program's call at @site (operator delete's too).
+ * free()'s body (operator delete's too), always inline as malloc_inline().
  * free(NULL) is common (gawk: 45% of its frees): here two instructions;
  * through the inline kfree it is a registry miss and two calls (about 30).
  */
-static inline __attribute__((always_inline)) void free_at(void *p, const void *site)
+static inline __attribute__((always_inline)) void free_inline(void *p)
 {
 	if (unlikely(probe_on(free))) {
-		free_traced(p, site);
+		free_traced(p, __builtin_return_address(0));
 		return;
 	}
 	if (!p)
@@ -169,7 +173,7 @@ static inline __attribute__((always_inline)) void free_at(void *p, const void *s
 
 void free(void *p)
 {
-	free_at(p, __builtin_return_address(0));
+	free_inline(p);
 }
 
 /* The probes fired after their call (@site, the result, the arguments). */
@@ -430,7 +434,7 @@ static __attribute__((noinline, cold)) void *new_next(size_t size, bool array)
 
 void *_Znwm(size_t size)
 {
-	void *p = malloc_at(size, __builtin_return_address(0));
+	void *p = malloc_inline(size);
 
 	if (likely(p))
 		return p;
@@ -439,7 +443,7 @@ void *_Znwm(size_t size)
 
 void *_Znam(size_t size)
 {
-	void *p = malloc_at(size, __builtin_return_address(0));
+	void *p = malloc_inline(size);
 
 	if (likely(p))
 		return p;
@@ -448,25 +452,25 @@ void *_Znam(size_t size)
 
 void _ZdlPv(void *p)
 {
-	free_at(p, __builtin_return_address(0));
+	free_inline(p);
 }
 
 void _ZdaPv(void *p)
 {
-	free_at(p, __builtin_return_address(0));
+	free_inline(p);
 }
 
 /* The sized deletes: the size is not needed (the registry knows the class). */
 void _ZdlPvm(void *p, size_t size)
 {
 	(void)size;
-	free_at(p, __builtin_return_address(0));
+	free_inline(p);
 }
 
 void _ZdaPvm(void *p, size_t size)
 {
 	(void)size;
-	free_at(p, __builtin_return_address(0));
+	free_inline(p);
 }
 #endif /* MALLOC_CXX */
 
