@@ -695,9 +695,10 @@ static bool large_resize(struct slab *s, size_t size)
  * object_slab()'s checks, an out-of-line alloc and free and the stale-key
  * call are not needed here.
  *
- * Return: the resized object (NULL: no memory, @p kept), with *@done
- * true; *@done false when @p is not such an object (NULL returned): the
- * general path resizes it, or reports what is wrong with it.
+ * Return, with *@done true: the resized object; @p itself when its class
+ * fits or when a shrink finds no memory; NULL when a growth finds none
+ * (@p kept). *@done false when @p is not such an object (NULL returned):
+ * the general path resizes it, or reports what is wrong with it.
  */
 static inline void *krealloc_class(const void *p, size_t size, const void *site, bool *done)
 {
@@ -712,7 +713,8 @@ static inline void *krealloc_class(const void *p, size_t size, const void *site,
 	if (unlikely(!c || (c->flags & (CACHE_KMALLOC | CACHE_LARGE)) != CACHE_KMALLOC ||
 		     c->debug || !slab_at_object(&c->geo, s, p)))
 		return NULL;
-	n = class_of(size); /* (the classes exist: @p is an object of one) */
+	n = class_of(size);
+	USLAB_ASSERT(n); /* an object of a class: classes_init() created them all */
 	*done = true;
 	if (n == c)
 		return (void *)p;
