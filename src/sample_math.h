@@ -4,7 +4,7 @@
  * sampling needs (profile.c), without libm.
  *
  * Linking libm cost a process that loads uslab and not libm itself
- * (sed, xz, zstd, git, python3, sort) about 350 KiB of resident memory,
+ * (sed, xz, zstd, git, python3, sort) about 380 KiB of resident memory,
  * the pages ld.so touches to load it: sed's peak RSS under the malloc
  * drop-in, median of 10 runs, 3,446 KiB with libm and 3,068 KiB without;
  * all that for two calls made once per sample. These approximations are
